@@ -1,0 +1,94 @@
+package bot
+
+import (
+	"context"
+	"encoding/json"
+	"time"
+)
+
+// Store keeps personas and requests, and tallies votes atomically. The
+// Redis implementation lives in quorum/redis; any number of gateways may
+// share one Store and each request is still decided exactly once.
+type Store interface {
+	// PutPersona loads a persona written by a person. Only start-up calls
+	// it: no API reachable by an agent writes a persona.
+	PutPersona(ctx context.Context, p Persona) error
+	Persona(ctx context.Context, name string) (Persona, error)
+
+	// Create stores a new pending request with a snapshot of its persona,
+	// so a later edit of the persona file cannot change who decides it.
+	Create(ctx context.Context, r *Request, p Persona) error
+	Get(ctx context.Context, id string) (*Request, error)
+	List(ctx context.Context, f Filter) ([]*Request, error)
+	// AddMessages records where the request was posted, so answers to
+	// those messages find it (Lookup) and they can be edited at the end.
+	AddMessages(ctx context.Context, id string, refs []MessageRef) error
+	Lookup(ctx context.Context, ref MessageRef) (string, error)
+
+	// RecordVote judges a ballot against the request's persona and
+	// records it in one atomic step; Decided is set on the one ballot
+	// that decides.
+	RecordVote(ctx context.Context, b Ballot) (VoteOutcome, error)
+	// Resolve decides a pending request (no owner, no channel, expiry);
+	// it reports false when the request was already decided.
+	Resolve(ctx context.Context, id string, s Status, reason string, at time.Time) (bool, error)
+	// Due returns pending requests whose deadline is at or before now.
+	Due(ctx context.Context, now time.Time) ([]string, error)
+	// Watch calls fn with the id of every request decided by any gateway
+	// sharing the store, until ctx ends. One subscription serves all waiters.
+	Watch(ctx context.Context, fn func(id string)) error
+	Ping(ctx context.Context) error
+}
+
+// Channel posts requests to one platform and edits them when decided.
+// Answers come back through a VoteSink the adapter was given.
+type Channel interface {
+	Post(ctx context.Context, r *Request, p Persona, c ChannelConfig) ([]MessageRef, error)
+	// Update edits the posted messages to show r's outcome.
+	Update(ctx context.Context, r *Request, refs []MessageRef) error
+}
+
+// VoteSink takes ballots from adapters. The Gateway is one.
+type VoteSink interface {
+	CastVote(ctx context.Context, b Ballot) (VoteOutcome, error)
+}
+
+// Signer signs Nostr events with the gateway's own key.
+type Signer interface {
+	PublicKey() string
+	// SignEvent returns the signed event's JSON and its id.
+	SignEvent(kind int, content string, tags [][]string, at time.Time) (json.RawMessage, string, error)
+}
+
+// Classifier gives an action its risk level and reasons.
+type Classifier interface {
+	Classify(kind Kind, action string) Assessment
+}
+
+// ClassifierFunc adapts a function to a Classifier.
+type ClassifierFunc func(Kind, string) Assessment
+
+func (f ClassifierFunc) Classify(k Kind, a string) Assessment { return f(k, a) }
+
+// Auditor appends to the audit log.
+type Auditor interface {
+	Append(ctx context.Context, e AuditEntry) error
+}
+
+// AuditEntry is one thing that happened to a request.
+type AuditEntry struct {
+	Type      string          `json:"type"` // request, vote, decision
+	RequestID string          `json:"request_id"`
+	Data      any             `json:"data"`
+	Evidence  json.RawMessage `json:"evidence,omitempty"`
+}
+
+// Service is what agents and people call; the HTTP server exposes it and
+// the CLI's HTTP client implements it.
+type Service interface {
+	Submit(ctx context.Context, n NewRequest) (*Request, error)
+	Get(ctx context.Context, id string) (*Request, error)
+	// Wait returns the request once it is decided or d has passed.
+	Wait(ctx context.Context, id string, d time.Duration) (*Request, error)
+	List(ctx context.Context, f Filter) ([]*Request, error)
+}

@@ -1,0 +1,516 @@
+package bot
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/base32"
+	"errors"
+	"log/slog"
+	"strings"
+	"sync"
+	"time"
+	"unicode/utf8"
+)
+
+// Limits on what an agent may submit.
+const (
+	MaxActionLen = 16 << 10
+	MaxReasonLen = 4 << 10
+)
+
+// Gateway runs the request lifecycle. Set the fields, then Start it; Close
+// stops its goroutines and waits for them.
+type Gateway struct {
+	Store      Store
+	Signer     Signer
+	Classifier Classifier // nil: every action is dangerous
+	Audit      Auditor    // nil: no audit log
+	Channels   map[Platform]Channel
+	Metrics    *Metrics // nil: none
+	Logger     *slog.Logger
+	Now        func() time.Time
+
+	// SweepEvery is how often due requests are expired (default 500ms).
+	SweepEvery time.Duration
+	// PostTimeout bounds each channel's Post and Update (default 15s).
+	PostTimeout time.Duration
+
+	hub    hub
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+}
+
+var _ Service = (*Gateway)(nil)
+var _ VoteSink = (*Gateway)(nil)
+
+func (g *Gateway) now() time.Time {
+	if g.Now != nil {
+		return g.Now()
+	}
+	return time.Now()
+}
+
+func (g *Gateway) log() *slog.Logger {
+	if g.Logger != nil {
+		return g.Logger
+	}
+	return slog.Default()
+}
+
+// Start begins watching for decisions and sweeping deadlines. It returns
+// once the decision subscription is in place.
+func (g *Gateway) Start(ctx context.Context) error {
+	if g.SweepEvery <= 0 {
+		g.SweepEvery = 500 * time.Millisecond
+	}
+	if g.PostTimeout <= 0 {
+		g.PostTimeout = 15 * time.Second
+	}
+	ctx, g.cancel = context.WithCancel(ctx)
+	ready := make(chan struct{})
+	var once sync.Once
+	g.wg.Add(2)
+	go func() {
+		defer g.wg.Done()
+		for ctx.Err() == nil {
+			err := g.Store.Watch(ctx, func(id string) {
+				if id == "" { // the subscription is (re)established
+					once.Do(func() { close(ready) })
+					return
+				}
+				g.hub.wake(id)
+			})
+			if ctx.Err() != nil {
+				return
+			}
+			g.log().Warn("decision watch ended; retrying", "err", err)
+			select {
+			case <-ctx.Done():
+			case <-time.After(time.Second):
+			}
+		}
+	}()
+	go func() {
+		defer g.wg.Done()
+		t := time.NewTicker(g.SweepEvery)
+		defer t.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-t.C:
+				g.sweep(ctx)
+			}
+		}
+	}()
+	select {
+	case <-ready:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-time.After(10 * time.Second):
+		g.Close()
+		return Errorf(EUnavailable, "store: decision subscription not ready after 10s")
+	}
+}
+
+// Close stops the gateway's goroutines, including follow-up work, and
+// waits for them.
+func (g *Gateway) Close() {
+	if g.cancel != nil {
+		g.cancel()
+	}
+	g.wg.Wait()
+}
+
+// sweep expires every due request; the gateway whose Resolve wins does the
+// follow-up, so each expiry is handled once across replicas.
+func (g *Gateway) sweep(ctx context.Context) {
+	now := g.now()
+	ids, err := g.Store.Due(ctx, now)
+	if err != nil {
+		if ctx.Err() == nil {
+			g.log().Warn("sweep deadlines", "err", err)
+		}
+		return
+	}
+	for _, id := range ids {
+		won, err := g.Store.Resolve(ctx, id, Expired, "no one answered in time, and silence is not consent", now)
+		if err != nil {
+			g.log().Warn("expire request", "id", id, "err", err)
+			continue
+		}
+		if won {
+			g.decided(id)
+		}
+	}
+}
+
+// Submit classifies and stores a request, posts it to the persona's
+// channels and returns it. A request that cannot be put before a person is
+// decided at once: denied, with the reason.
+func (g *Gateway) Submit(ctx context.Context, n NewRequest) (*Request, error) {
+	n.Action = strings.TrimSpace(n.Action)
+	switch {
+	case n.Persona == "":
+		return nil, Errorf(EInvalid, "persona is required")
+	case n.Action == "":
+		return nil, Errorf(EInvalid, "action is required")
+	case len(n.Action) > MaxActionLen:
+		return nil, Errorf(EInvalid, "action is longer than %d bytes", MaxActionLen)
+	case len(n.Reason) > MaxReasonLen:
+		return nil, Errorf(EInvalid, "reason is longer than %d bytes", MaxReasonLen)
+	case !utf8.ValidString(n.Action) || !utf8.ValidString(n.Reason):
+		return nil, Errorf(EInvalid, "action and reason must be UTF-8")
+	case n.Timeout < 0:
+		return nil, Errorf(EInvalid, "timeout must be positive")
+	}
+	if n.Kind == "" {
+		n.Kind = KindCommand
+	}
+	switch n.Kind {
+	case KindCommand, KindTool, KindNetwork, KindText:
+	default:
+		return nil, Errorf(EInvalid, "kind %q is not one of command, tool, network, text", n.Kind)
+	}
+	p, err := g.Store.Persona(ctx, n.Persona)
+	if err != nil {
+		return nil, err
+	}
+
+	now := g.now().UTC().Truncate(time.Millisecond)
+	timeout := p.Timeout
+	if timeout <= 0 {
+		timeout = DefaultTimeout
+	}
+	if n.Timeout > 0 && time.Duration(n.Timeout) < timeout {
+		timeout = time.Duration(n.Timeout)
+	}
+	r := &Request{
+		ID:        NewID(),
+		Persona:   p.Name,
+		Kind:      n.Kind,
+		Action:    n.Action,
+		Reason:    n.Reason,
+		Status:    Pending,
+		CreatedAt: now,
+		Deadline:  now.Add(timeout),
+		Votes:     []Vote{},
+	}
+	a := Assessment{Level: Dangerous, Reasons: []string{"no classifier configured"}}
+	if g.Classifier != nil {
+		a = g.Classifier.Classify(n.Kind, n.Action)
+	}
+	r.Level, r.Reasons = a.Level, a.Reasons
+	if r.Reasons == nil {
+		r.Reasons = []string{}
+	}
+	if err := g.signEvent(r, p); err != nil {
+		return nil, err
+	}
+	if err := g.Store.Create(ctx, r, p); err != nil {
+		return nil, err
+	}
+	g.audit(ctx, AuditEntry{Type: "request", RequestID: r.ID, Data: r, Evidence: r.Event})
+	g.Metrics.submitted()
+
+	if p.Owner == nil {
+		return g.resolveNow(ctx, r.ID, Denied, "persona "+p.Name+" has no owner, so no one may approve")
+	}
+	refs, err := g.post(ctx, r, p)
+	if len(refs) > 0 {
+		if err := g.Store.AddMessages(ctx, r.ID, refs); err != nil {
+			g.log().Error("record posted messages", "id", r.ID, "err", err)
+		}
+	}
+	if err != nil {
+		return g.resolveNow(ctx, r.ID, Denied, err.Error())
+	}
+	return g.Store.Get(ctx, r.ID)
+}
+
+// signEvent makes the request's own Nostr event: signed by the gateway,
+// carrying the request id in a tag so two identical asks in the same
+// second are still two events, and tagging every person with a Nostr key.
+func (g *Gateway) signEvent(r *Request, p Persona) error {
+	tags := [][]string{{"t", "signoff"}, {"signoff", r.ID}}
+	seen := map[string]bool{}
+	for _, person := range p.People() {
+		for _, id := range person.Identities {
+			if id.Platform == Nostr && !seen[id.ID] {
+				seen[id.ID] = true
+				tags = append(tags, []string{"p", id.ID})
+			}
+		}
+	}
+	raw, id, err := g.Signer.SignEvent(1, Summary(r), tags, r.CreatedAt)
+	if err != nil {
+		return Errorf(EInternal, "sign request event: %v", err)
+	}
+	r.Event, r.EventID, r.GatewayKey = raw, id, g.Signer.PublicKey()
+	r.Messages = []MessageRef{{Platform: Nostr, ID: id}}
+	return nil
+}
+
+// post puts r on every channel of p at once. It fails when no channel
+// accepted it; a channel that failed while another accepted is logged.
+func (g *Gateway) post(ctx context.Context, r *Request, p Persona) ([]MessageRef, error) {
+	channels := p.Channels
+	if len(channels) == 0 {
+		channels = []ChannelConfig{{Platform: Terminal}}
+	}
+	var (
+		mu       sync.Mutex
+		refs     []MessageRef
+		accepted int
+		errs     []string
+		wg       sync.WaitGroup
+	)
+	for _, c := range channels {
+		if c.Platform == Terminal { // listed by the API: `signoff pending`
+			accepted++
+			continue
+		}
+		ch := g.Channels[c.Platform]
+		if ch == nil {
+			errs = append(errs, string(c.Platform)+": not configured on this gateway")
+			continue
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			pctx, cancel := context.WithTimeout(ctx, g.PostTimeout)
+			defer cancel()
+			got, err := ch.Post(pctx, r, p, c)
+			mu.Lock()
+			defer mu.Unlock()
+			if err != nil {
+				g.log().Warn("post request", "id", r.ID, "platform", c.Platform, "err", err)
+				errs = append(errs, string(c.Platform)+": "+err.Error())
+				return
+			}
+			accepted++
+			refs = append(refs, got...)
+		}()
+	}
+	wg.Wait()
+	if accepted == 0 {
+		return refs, errors.New("no channel accepted the request (" + strings.Join(errs, "; ") + ")")
+	}
+	return refs, nil
+}
+
+func (g *Gateway) resolveNow(ctx context.Context, id string, s Status, reason string) (*Request, error) {
+	won, err := g.Store.Resolve(ctx, id, s, reason, g.now())
+	if err != nil {
+		return nil, err
+	}
+	if won {
+		g.decided(id)
+	}
+	return g.Store.Get(ctx, id)
+}
+
+// CastVote judges and records one ballot from any platform.
+func (g *Gateway) CastVote(ctx context.Context, b Ballot) (VoteOutcome, error) {
+	if b.RequestID == "" {
+		id, err := g.Store.Lookup(ctx, b.Ref)
+		if err != nil {
+			return VoteOutcome{}, err
+		}
+		b.RequestID = id
+	}
+	if b.At.IsZero() {
+		b.At = g.now()
+	}
+	out, err := g.Store.RecordVote(ctx, b)
+	if err != nil {
+		return out, err
+	}
+	g.Metrics.vote(out.Result)
+	if out.Result != Duplicate {
+		g.audit(ctx, AuditEntry{Type: "vote", RequestID: b.RequestID, Data: voteRecord{
+			Voter: b.Voter, Choice: b.Choice, Proof: b.Proof, At: b.At.UTC(),
+			Result: out.Result, Why: out.Reason, Status: out.Status,
+		}, Evidence: b.Evidence})
+	}
+	if out.Decided {
+		g.decided(b.RequestID)
+	}
+	return out, nil
+}
+
+type voteRecord struct {
+	Voter  Identity  `json:"voter"`
+	Choice Choice    `json:"vote"`
+	Proof  Proof     `json:"proof"`
+	At     time.Time `json:"at"`
+	Result Result    `json:"result"`
+	Why    string    `json:"why,omitempty"`
+	Status Status    `json:"status"`
+}
+
+// decided runs once per decision, on the gateway that made it: wake local
+// waiters, audit the decision, edit every posted message. The follow-up
+// outlives the call that decided, with its own deadline.
+func (g *Gateway) decided(id string) {
+	g.hub.wake(id)
+	g.wg.Add(1)
+	go func() {
+		defer g.wg.Done()
+		ctx, cancel := context.WithTimeout(context.Background(), 2*g.PostTimeout+5*time.Second)
+		defer cancel()
+		r, err := g.Store.Get(ctx, id)
+		if err != nil {
+			g.log().Error("load decided request", "id", id, "err", err)
+			return
+		}
+		g.log().Info("request decided", "id", id, "status", r.Status, "by", r.DecidedBy, "reason", r.DecisionReason)
+		g.audit(ctx, AuditEntry{Type: "decision", RequestID: id, Data: map[string]any{
+			"status": r.Status, "decided_by": r.DecidedBy, "decided_at": r.DecidedAt, "reason": r.DecisionReason,
+		}})
+		g.Metrics.decision(r)
+		byPlatform := map[Platform][]MessageRef{}
+		for _, m := range r.Messages {
+			byPlatform[m.Platform] = append(byPlatform[m.Platform], m)
+		}
+		for p, refs := range byPlatform {
+			ch := g.Channels[p]
+			if ch == nil {
+				continue
+			}
+			g.update(ctx, ch, r, refs)
+		}
+	}()
+}
+
+// update edits a channel's messages, retrying a failure a few times; a
+// failed edit is logged and never changes the decision.
+func (g *Gateway) update(ctx context.Context, ch Channel, r *Request, refs []MessageRef) {
+	backoff := 200 * time.Millisecond
+	for attempt := 1; ; attempt++ {
+		uctx, cancel := context.WithTimeout(ctx, g.PostTimeout)
+		err := ch.Update(uctx, r, refs)
+		cancel()
+		if err == nil {
+			return
+		}
+		if attempt == 3 || ctx.Err() != nil {
+			g.log().Error("edit posted messages", "id", r.ID, "platform", refs[0].Platform, "attempts", attempt, "err", err)
+			return
+		}
+		select {
+		case <-ctx.Done():
+		case <-time.After(backoff):
+		}
+		backoff *= 4
+	}
+}
+
+func (g *Gateway) audit(ctx context.Context, e AuditEntry) {
+	if g.Audit == nil {
+		return
+	}
+	if err := g.Audit.Append(context.WithoutCancel(ctx), e); err != nil {
+		g.log().Error("audit append", "type", e.Type, "id", e.RequestID, "err", err)
+	}
+}
+
+// Get returns a request.
+func (g *Gateway) Get(ctx context.Context, id string) (*Request, error) {
+	return g.Store.Get(ctx, id)
+}
+
+// List returns requests, newest last.
+func (g *Gateway) List(ctx context.Context, f Filter) ([]*Request, error) {
+	return g.Store.List(ctx, f)
+}
+
+// Wait returns the request as soon as it is decided, or when d has passed.
+// Waiters are woken by the gateway's single decision subscription.
+func (g *Gateway) Wait(ctx context.Context, id string, d time.Duration) (*Request, error) {
+	ch := g.hub.add(id)
+	defer g.hub.remove(id, ch)
+	r, err := g.Store.Get(ctx, id)
+	if err != nil || r.Status.Final() || d <= 0 {
+		return r, err
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ch:
+	case <-t.C:
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+	return g.Store.Get(ctx, id)
+}
+
+// hub maps request ids to the waiters on this gateway.
+type hub struct {
+	mu sync.Mutex
+	m  map[string]map[chan struct{}]struct{}
+}
+
+func (h *hub) add(id string) chan struct{} {
+	ch := make(chan struct{})
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.m == nil {
+		h.m = map[string]map[chan struct{}]struct{}{}
+	}
+	if h.m[id] == nil {
+		h.m[id] = map[chan struct{}]struct{}{}
+	}
+	h.m[id][ch] = struct{}{}
+	return ch
+}
+
+func (h *hub) remove(id string, ch chan struct{}) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if set, ok := h.m[id]; ok {
+		delete(set, ch)
+		if len(set) == 0 {
+			delete(h.m, id)
+		}
+	}
+}
+
+func (h *hub) wake(id string) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for ch := range h.m[id] {
+		close(ch)
+	}
+	delete(h.m, id)
+}
+
+// Waiting reports how many callers wait on this gateway.
+func (g *Gateway) Waiting() int {
+	g.hub.mu.Lock()
+	defer g.hub.mu.Unlock()
+	n := 0
+	for _, set := range g.hub.m {
+		n += len(set)
+	}
+	return n
+}
+
+var idEncoding = base32.StdEncoding.WithPadding(base32.NoPadding)
+
+// NewID returns a random request id: 16 lowercase base32 characters.
+func NewID() string {
+	b := make([]byte, 10)
+	rand.Read(b)
+	return strings.ToLower(idEncoding.EncodeToString(b))
+}
+
+// People returns the owner (if any) and the members.
+func (p Persona) People() []Person {
+	var out []Person
+	if p.Owner != nil {
+		out = append(out, *p.Owner)
+	}
+	return append(out, p.Members...)
+}

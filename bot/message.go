@@ -1,0 +1,74 @@
+package bot
+
+import (
+	"fmt"
+	"strings"
+	"time"
+)
+
+// HowToAnswer is the line every posted request carries.
+const HowToAnswer = "react ✅ to approve, ❌ to deny"
+
+// Headline is the ⛔ line shown everywhere a request is posted.
+func Headline(r *Request) string {
+	s := "⛔ approval needed: " + r.Action
+	if r.Reason != "" {
+		s += " — " + r.Reason
+	}
+	return s
+}
+
+// Outcome is the line a decided request's messages are edited to show:
+// "✅ approved by alice, bob", "❌ denied by carol: reason", "⌛ expired".
+func Outcome(r *Request) string {
+	var s string
+	switch r.Status {
+	case Approved:
+		s = "✅ approved"
+	case Denied:
+		s = "❌ denied"
+	case Expired:
+		s = "⌛ expired"
+	default:
+		return "⏳ pending"
+	}
+	if len(r.DecidedBy) > 0 {
+		s += " by " + strings.Join(r.DecidedBy, ", ")
+	}
+	if r.DecidedAt != nil {
+		s += " at " + r.DecidedAt.UTC().Format(time.RFC3339)
+	}
+	if r.DecisionReason != "" && len(r.DecidedBy) == 0 {
+		s += ": " + r.DecisionReason
+	}
+	return s
+}
+
+// Summary is a multi-line plain-text body for a request: headline, how to
+// answer, level and reasons, persona and deadline.
+func Summary(r *Request) string {
+	var b strings.Builder
+	b.WriteString(Headline(r))
+	b.WriteString("\n")
+	b.WriteString(HowToAnswer)
+	fmt.Fprintf(&b, "\nrisk: %s", r.Level)
+	if len(r.Reasons) > 0 {
+		fmt.Fprintf(&b, " (%s)", strings.Join(r.Reasons, "; "))
+	}
+	fmt.Fprintf(&b, "\npersona: %s · request %s · deadline %s", r.Persona, r.ID, r.Deadline.UTC().Format(time.RFC3339))
+	return b.String()
+}
+
+// ParseChoice reads a reaction: ✅ or + approves, ❌ or - denies, anything
+// else is Other. Emoji variation selectors and Slack/Discord names are
+// accepted too.
+func ParseChoice(s string) Choice {
+	s = strings.TrimSpace(strings.ReplaceAll(s, "\ufe0f", ""))
+	switch s {
+	case "✅", "✔", "☑", "+", "white_check_mark", "heavy_check_mark", "approve":
+		return Approve
+	case "❌", "✖", "❎", "-", "x", "negative_squared_cross_mark", "deny":
+		return Deny
+	}
+	return Other
+}

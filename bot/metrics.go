@@ -1,0 +1,56 @@
+package bot
+
+import "github.com/prometheus/client_golang/prometheus"
+
+// Metrics are the gateway's Prometheus series. A nil *Metrics records
+// nothing.
+type Metrics struct {
+	requests       *prometheus.CounterVec
+	votes          *prometheus.CounterVec
+	latency        prometheus.Histogram
+	submittedTotal prometheus.Counter
+}
+
+// NewMetrics registers the gateway's series with reg.
+func NewMetrics(reg prometheus.Registerer) *Metrics {
+	m := &Metrics{
+		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "signoff_requests_total", Help: "Decided requests by outcome (approved, denied, expired).",
+		}, []string{"outcome"}),
+		votes: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "signoff_votes_total", Help: "Votes received by result (counted, ignored, duplicate).",
+		}, []string{"result"}),
+		latency: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name:    "signoff_decision_seconds",
+			Help:    "Time from a request's submission to its decision.",
+			Buckets: []float64{0.05, 0.1, 0.5, 1, 5, 15, 30, 60, 120, 300, 600, 1800, 3600},
+		}),
+		submittedTotal: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "signoff_requests_submittedTotaltotal", Help: "Requests submitted.",
+		}),
+	}
+	reg.MustRegister(m.requests, m.votes, m.latency, m.submittedTotal)
+	return m
+}
+
+func (m *Metrics) submitted() {
+	if m != nil {
+		m.submittedTotal.Inc()
+	}
+}
+
+func (m *Metrics) vote(r Result) {
+	if m != nil {
+		m.votes.WithLabelValues(string(r)).Inc()
+	}
+}
+
+func (m *Metrics) decision(r *Request) {
+	if m == nil {
+		return
+	}
+	m.requests.WithLabelValues(string(r.Status)).Inc()
+	if r.DecidedAt != nil {
+		m.latency.Observe(r.DecidedAt.Sub(r.CreatedAt).Seconds())
+	}
+}
