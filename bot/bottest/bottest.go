@@ -1,0 +1,194 @@
+// Package bottest builds a real gateway for tests: the bot.Gateway on the
+// real Redis store (embedded miniredis, or the server named by
+// SIGNOFF_TEST_REDIS_URL under a key prefix of its own), a gateway key and
+// an audit log in a temporary folder. Adapters' tests hand it their channel
+// and drive it through their platform's fake.
+package bottest
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/nbd-wtf/go-nostr"
+	goredis "github.com/redis/go-redis/v9"
+
+	"github.com/signoff/signoff/bot"
+	qredis "github.com/signoff/signoff/quorum/redis"
+	"github.com/signoff/signoff/signing"
+)
+
+// Env is a running gateway and what it is made of.
+type Env struct {
+	Gateway   *bot.Gateway
+	Store     *qredis.Store
+	Redis     goredis.UniversalClient
+	Key       *signing.Key // the gateway's key
+	Audit     *signing.AuditLog
+	AuditPath string
+}
+
+// Redis returns a client and a fresh key prefix: the server named by
+// SIGNOFF_TEST_REDIS_URL when set, else an embedded one.
+func Redis(t testing.TB) (goredis.UniversalClient, string) {
+	t.Helper()
+	prefix := "signofftest:" + randHex(6)
+	if url := os.Getenv("SIGNOFF_TEST_REDIS_URL"); url != "" {
+		c, err := qredis.Open(url)
+		if err != nil {
+			t.Fatalf("SIGNOFF_TEST_REDIS_URL: %v", err)
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		if err := c.Ping(ctx).Err(); err != nil {
+			t.Fatalf("SIGNOFF_TEST_REDIS_URL=%s does not answer: %v", url, err)
+		}
+		t.Cleanup(func() {
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer cancel()
+			var cursor uint64
+			for {
+				keys, next, err := c.Scan(ctx, cursor, prefix+":*", 1000).Result()
+				if err != nil {
+					break
+				}
+				if len(keys) > 0 {
+					c.Del(ctx, keys...)
+				}
+				if cursor = next; cursor == 0 {
+					break
+				}
+			}
+			c.Close()
+		})
+		return c, prefix
+	}
+	c, stop, err := qredis.Embedded()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(stop)
+	return c, prefix
+}
+
+// New starts a gateway serving persona p, posting through channels.
+func New(t testing.TB, p bot.Persona, channels map[bot.Platform]bot.Channel) *Env {
+	t.Helper()
+	rdb, prefix := Redis(t)
+	store := qredis.New(rdb, prefix)
+	ctx := context.Background()
+	if err := store.PutPersona(ctx, p); err != nil {
+		t.Fatalf("put persona: %v", err)
+	}
+	key := signing.NewKey()
+	auditPath := filepath.Join(t.TempDir(), "audit.jsonl")
+	audit, err := signing.OpenAudit(auditPath, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := &bot.Gateway{
+		Store:      store,
+		Signer:     key,
+		Audit:      audit,
+		Channels:   channels,
+		Logger:     slog.New(slog.NewTextHandler(io.Discard, nil)),
+		SweepEvery: 20 * time.Millisecond,
+	}
+	if testing.Verbose() {
+		g.Logger = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	}
+	if err := g.Start(ctx); err != nil {
+		t.Fatalf("start gateway: %v", err)
+	}
+	t.Cleanup(func() {
+		g.Close()
+		audit.Close()
+	})
+	return &Env{Gateway: g, Store: store, Redis: rdb, Key: key, Audit: audit, AuditPath: auditPath}
+}
+
+// Submit submits a request and fails the test on error.
+func (e *Env) Submit(t testing.TB, n bot.NewRequest) *bot.Request {
+	t.Helper()
+	r, err := e.Gateway.Submit(context.Background(), n)
+	if err != nil {
+		t.Fatalf("submit %+v: %v", n, err)
+	}
+	return r
+}
+
+// Await waits up to 10s for r to be decided and returns it.
+func (e *Env) Await(t testing.TB, id string) *bot.Request {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	for {
+		r, err := e.Gateway.Wait(ctx, id, 10*time.Second)
+		if err != nil {
+			t.Fatalf("wait for %s: %v", id, err)
+		}
+		if r.Status.Final() {
+			return r
+		}
+		if ctx.Err() != nil {
+			t.Fatalf("request %s still %s after 10s", id, r.Status)
+		}
+	}
+}
+
+// Person is a test voter with a Nostr key.
+type Person struct {
+	Name string
+	Key  *signing.Key
+}
+
+// NewPerson makes a person with a fresh key.
+func NewPerson(name string) Person { return Person{Name: name, Key: signing.NewKey()} }
+
+// Identity is the person's Nostr identity.
+func (p Person) Identity() bot.Identity {
+	return bot.Identity{Platform: bot.Nostr, ID: p.Key.PublicKey()}
+}
+
+// Reaction signs a NIP-25 reaction by p to request r, as `signoff approve`
+// does, and returns its JSON.
+func (p Person) Reaction(r *bot.Request, content string, at time.Time) []byte {
+	ev := nostr.Event{
+		Kind: nostr.KindReaction, CreatedAt: nostr.Timestamp(at.Unix()), Content: content,
+		Tags: nostr.Tags{{"e", r.EventID}, {"p", r.GatewayKey}, {"k", "1"}},
+	}
+	if err := p.Key.Sign(&ev); err != nil {
+		panic(err)
+	}
+	b, _ := json.Marshal(ev)
+	return b
+}
+
+// React sends p's reaction to the gateway through the same path as
+// POST /v1/nostr/events.
+func (e *Env) React(t testing.TB, p Person, r *bot.Request, content string) bot.VoteOutcome {
+	t.Helper()
+	raw := p.Reaction(r, content, time.Now())
+	re, err := signing.ParseReaction(raw, time.Now())
+	if err != nil {
+		t.Fatalf("parse own reaction: %v", err)
+	}
+	out, err := e.Gateway.CastVote(context.Background(), re.Ballot(raw))
+	if err != nil {
+		t.Fatalf("cast %s's %s: %v", p.Name, content, err)
+	}
+	return out
+}
+
+func randHex(n int) string {
+	b := make([]byte, n)
+	rand.Read(b)
+	return hex.EncodeToString(b)
+}

@@ -1,0 +1,100 @@
+package redis
+
+import goredis "github.com/redis/go-redis/v9"
+
+// The Lua scripts below touch only keys of one request, all carrying the
+// request id as a {hash tag}, so they run on Redis Cluster too.
+
+// voteScript records one judged ballot and tallies, atomically: the rules
+// of quorum.Tally, applied to the vote just added.
+//
+// KEYS: 1 request hash, 2 votes list, 3 voters hash, 4 seen set
+// ARGV: 1 dedup key, 2 person, 3 role (owner|member|""), 4 choice,
+// 5 why (when role is ""), 6 vote JSON, 7 now (ms), 8 channel, 9 id,
+// 10 retention seconds after a decision
+//
+// Returns {result, why, status, decided(0|1)}.
+var voteScript = goredis.NewScript(`
+local status = redis.call('HGET', KEYS[1], 'status')
+if not status then return {'missing', '', '', 0} end
+if ARGV[1] ~= '' and redis.call('SADD', KEYS[4], ARGV[1]) == 0 then
+  return {'duplicate', 'this delivery was already received', status, 0}
+end
+local function record(result, why)
+  redis.call('RPUSH', KEYS[2], result .. '\n' .. why .. '\n' .. ARGV[6])
+end
+local function finish(st, by, reason)
+  redis.call('HSET', KEYS[1], 'status', st, 'decided_at', ARGV[7], 'decided_by', by, 'reason', reason)
+  local ttl = tonumber(ARGV[10])
+  for i = 1, 4 do redis.call('EXPIRE', KEYS[i], ttl) end
+  redis.call('PUBLISH', ARGV[8], ARGV[9])
+end
+if status ~= 'pending' then
+  local why = 'already decided: ' .. status
+  record('ignored', why)
+  return {'ignored', why, status, 0}
+end
+if tonumber(ARGV[7]) >= tonumber(redis.call('HGET', KEYS[1], 'deadline')) then
+  finish('expired', '', 'no one answered in time, and silence is not consent')
+  record('ignored', 'the deadline had passed')
+  return {'ignored', 'the deadline had passed', 'expired', 1}
+end
+if ARGV[3] == '' then
+  record('ignored', ARGV[5])
+  return {'ignored', ARGV[5], status, 0}
+end
+if ARGV[4] ~= 'approve' and ARGV[4] ~= 'deny' then
+  local why = 'not an approve or deny answer'
+  record('ignored', why)
+  return {'ignored', why, status, 0}
+end
+local prior = redis.call('HGET', KEYS[3], ARGV[2])
+if prior then
+  local why = ARGV[2] .. ' already voted ' .. string.sub(prior, string.find(prior, ':') + 1) .. '; the first vote stands'
+  record('ignored', why)
+  return {'ignored', why, status, 0}
+end
+redis.call('HSET', KEYS[3], ARGV[2], ARGV[3] .. ':' .. ARGV[4])
+record('counted', '')
+if ARGV[3] == 'owner' then
+  local st = 'approved'
+  if ARGV[4] == 'deny' then st = 'denied' end
+  finish(st, ARGV[2], '')
+  return {'counted', '', st, 1}
+end
+local approvers, deniers = {}, {}
+local all = redis.call('HGETALL', KEYS[3])
+for i = 1, #all, 2 do
+  local v = all[i + 1]
+  if v == 'member:approve' then table.insert(approvers, all[i])
+  elseif v == 'member:deny' then table.insert(deniers, all[i]) end
+end
+table.sort(approvers)
+table.sort(deniers)
+if ARGV[4] == 'deny' and #deniers >= tonumber(redis.call('HGET', KEYS[1], 'dq')) then
+  finish('denied', table.concat(deniers, '\n'), '')
+  return {'counted', '', 'denied', 1}
+end
+local aq = tonumber(redis.call('HGET', KEYS[1], 'aq'))
+if ARGV[4] == 'approve' and aq > 0 and #approvers >= aq then
+  finish('approved', table.concat(approvers, '\n'), '')
+  return {'counted', '', 'approved', 1}
+end
+return {'counted', '', status, 0}
+`)
+
+// resolveScript decides a pending request without a vote (no owner, no
+// channel, expiry). KEYS: 1 request hash, 2 votes, 3 voters, 4 seen.
+// ARGV: 1 status, 2 reason, 3 now (ms), 4 channel, 5 id, 6 retention,
+// 7 "due" to act only when the deadline has passed.
+// Returns 1 when this call decided it.
+var resolveScript = goredis.NewScript(`
+local status = redis.call('HGET', KEYS[1], 'status')
+if status ~= 'pending' then return 0 end
+if ARGV[7] == 'due' and tonumber(ARGV[3]) < tonumber(redis.call('HGET', KEYS[1], 'deadline')) then return 0 end
+redis.call('HSET', KEYS[1], 'status', ARGV[1], 'decided_at', ARGV[3], 'decided_by', '', 'reason', ARGV[2])
+local ttl = tonumber(ARGV[6])
+for i = 1, 4 do redis.call('EXPIRE', KEYS[i], ttl) end
+redis.call('PUBLISH', ARGV[4], ARGV[5])
+return 1
+`)

@@ -1,0 +1,431 @@
+package redis
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	goredis "github.com/redis/go-redis/v9"
+
+	"github.com/signoff/signoff/bot"
+	"github.com/signoff/signoff/quorum"
+)
+
+// Store is the bot.Store on Redis. Every key of a request carries its id
+// as a {hash tag}; votes are judged in Go (quorum.Judge) and tallied in one
+// Lua script per vote.
+type Store struct {
+	rdb    goredis.UniversalClient
+	prefix string
+	// Retention is how long a decided request is kept (default 30 days).
+	Retention time.Duration
+
+	mu       sync.Mutex
+	personas map[string]bot.Persona // request id → persona snapshot (immutable)
+}
+
+var _ bot.Store = (*Store)(nil)
+
+// New returns a store on rdb whose keys start with prefix (default
+// "signoff"); tests use their own prefix to share a server.
+func New(rdb goredis.UniversalClient, prefix string) *Store {
+	if prefix == "" {
+		prefix = "signoff"
+	}
+	return &Store{rdb: rdb, prefix: prefix, Retention: 30 * 24 * time.Hour, personas: map[string]bot.Persona{}}
+}
+
+// Client returns the underlying client.
+func (s *Store) Client() goredis.UniversalClient { return s.rdb }
+
+func (s *Store) key(parts ...string) string { return s.prefix + ":" + strings.Join(parts, ":") }
+
+// requestKeys are the keys of one request, in the order the scripts take.
+func (s *Store) requestKeys(id string) []string {
+	t := "{" + id + "}"
+	return []string{s.key("req", t), s.key("req", t, "votes"), s.key("req", t, "voters"), s.key("req", t, "seen"), s.key("req", t, "msgs")}
+}
+
+func (s *Store) channel() string { return s.key("decided") }
+
+func unavailable(op string, err error) error {
+	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		return err
+	}
+	return bot.Errorf(bot.EUnavailable, "store unreachable (%s): %v", op, err)
+}
+
+// PutPersona stores p.
+func (s *Store) PutPersona(ctx context.Context, p bot.Persona) error {
+	b, err := json.Marshal(p)
+	if err != nil {
+		return err
+	}
+	if err := s.rdb.Set(ctx, s.key("persona", p.Name), b, 0).Err(); err != nil {
+		return unavailable("put persona", err)
+	}
+	return nil
+}
+
+// Persona returns the persona called name.
+func (s *Store) Persona(ctx context.Context, name string) (bot.Persona, error) {
+	b, err := s.rdb.Get(ctx, s.key("persona", name)).Bytes()
+	if errors.Is(err, goredis.Nil) {
+		return bot.Persona{}, bot.Errorf(bot.ENotFound, "unknown persona %q", name)
+	}
+	if err != nil {
+		return bot.Persona{}, unavailable("get persona", err)
+	}
+	var p bot.Persona
+	if err := json.Unmarshal(b, &p); err != nil {
+		return bot.Persona{}, fmt.Errorf("decode persona %s: %w", name, err)
+	}
+	return p, nil
+}
+
+// Create stores r, pending, with a snapshot of p.
+func (s *Store) Create(ctx context.Context, r *bot.Request, p bot.Persona) error {
+	doc := *r
+	doc.Votes, doc.Messages = nil, nil
+	docJSON, err := json.Marshal(doc)
+	if err != nil {
+		return err
+	}
+	pJSON, err := json.Marshal(p)
+	if err != nil {
+		return err
+	}
+	msgs := make([]any, 0, len(r.Messages))
+	for _, m := range r.Messages {
+		b, _ := json.Marshal(m)
+		msgs = append(msgs, b)
+	}
+	keys := s.requestKeys(r.ID)
+	ttl := time.Until(r.Deadline) + s.Retention
+	_, err = s.rdb.TxPipelined(ctx, func(pl goredis.Pipeliner) error {
+		pl.HSet(ctx, keys[0], map[string]any{
+			"doc": docJSON, "persona": pJSON, "status": string(bot.Pending),
+			"deadline": r.Deadline.UnixMilli(), "aq": p.ApprovalQuorum, "dq": max(p.DenyQuorum, 1),
+		})
+		pl.Expire(ctx, keys[0], ttl)
+		if len(msgs) > 0 {
+			pl.RPush(ctx, keys[4], msgs...)
+			pl.Expire(ctx, keys[4], ttl)
+		}
+		return nil
+	})
+	if err != nil {
+		return unavailable("create request", err)
+	}
+	// Indexes live outside the request's slot; a crash between the two
+	// steps leaves a request that the sweeper cannot see, so it would
+	// never be approved either: still closed.
+	_, err = s.rdb.Pipelined(ctx, func(pl goredis.Pipeliner) error {
+		pl.ZAdd(ctx, s.key("pending"), goredis.Z{Score: float64(r.Deadline.UnixMilli()), Member: r.ID})
+		pl.ZAdd(ctx, s.key("recent"), goredis.Z{Score: float64(r.CreatedAt.UnixMilli()), Member: r.ID})
+		pl.ZRemRangeByRank(ctx, s.key("recent"), 0, -10001)
+		for _, m := range r.Messages {
+			pl.Set(ctx, s.key("ref", m.Key()), r.ID, ttl)
+		}
+		return nil
+	})
+	if err != nil {
+		return unavailable("index request", err)
+	}
+	s.remember(r.ID, p)
+	return nil
+}
+
+func (s *Store) remember(id string, p bot.Persona) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if len(s.personas) >= 50000 {
+		clear(s.personas)
+	}
+	s.personas[id] = p
+}
+
+// AddMessages records posted messages and indexes them for Lookup.
+func (s *Store) AddMessages(ctx context.Context, id string, refs []bot.MessageRef) error {
+	keys := s.requestKeys(id)
+	ttl := s.Retention + 7*24*time.Hour
+	_, err := s.rdb.Pipelined(ctx, func(pl goredis.Pipeliner) error {
+		for _, m := range refs {
+			b, _ := json.Marshal(m)
+			pl.RPush(ctx, keys[4], b)
+			pl.Set(ctx, s.key("ref", m.Key()), id, ttl)
+		}
+		pl.Expire(ctx, keys[4], ttl)
+		return nil
+	})
+	if err != nil {
+		return unavailable("add messages", err)
+	}
+	return nil
+}
+
+// Lookup finds the request a message belongs to.
+func (s *Store) Lookup(ctx context.Context, ref bot.MessageRef) (string, error) {
+	id, err := s.rdb.Get(ctx, s.key("ref", ref.Key())).Result()
+	if errors.Is(err, goredis.Nil) {
+		return "", bot.Errorf(bot.ENotFound, "no request was posted as %s message %s", ref.Platform, ref.ID)
+	}
+	if err != nil {
+		return "", unavailable("lookup", err)
+	}
+	return id, nil
+}
+
+// Get returns the request with its votes and messages.
+func (s *Store) Get(ctx context.Context, id string) (*bot.Request, error) {
+	rs, err := s.getMany(ctx, []string{id})
+	if err != nil {
+		return nil, err
+	}
+	if rs[0] == nil {
+		return nil, bot.Errorf(bot.ENotFound, "unknown request %q", id)
+	}
+	return rs[0], nil
+}
+
+// getMany loads requests in one round trip; a missing one is nil.
+func (s *Store) getMany(ctx context.Context, ids []string) ([]*bot.Request, error) {
+	type cmds struct {
+		h     *goredis.MapStringStringCmd
+		votes *goredis.StringSliceCmd
+		msgs  *goredis.StringSliceCmd
+	}
+	all := make([]cmds, len(ids))
+	_, err := s.rdb.Pipelined(ctx, func(pl goredis.Pipeliner) error {
+		for i, id := range ids {
+			k := s.requestKeys(id)
+			all[i] = cmds{pl.HGetAll(ctx, k[0]), pl.LRange(ctx, k[1], 0, -1), pl.LRange(ctx, k[4], 0, -1)}
+		}
+		return nil
+	})
+	if err != nil && !errors.Is(err, goredis.Nil) {
+		return nil, unavailable("get request", err)
+	}
+	out := make([]*bot.Request, len(ids))
+	for i, c := range all {
+		h := c.h.Val()
+		if len(h) == 0 || h["doc"] == "" {
+			continue
+		}
+		r, err := decodeRequest(h, c.votes.Val(), c.msgs.Val())
+		if err != nil {
+			return nil, fmt.Errorf("decode request %s: %w", ids[i], err)
+		}
+		out[i] = r
+	}
+	return out, nil
+}
+
+func decodeRequest(h map[string]string, votes, msgs []string) (*bot.Request, error) {
+	var r bot.Request
+	if err := json.Unmarshal([]byte(h["doc"]), &r); err != nil {
+		return nil, err
+	}
+	r.Status = bot.Status(h["status"])
+	if ms, err := strconv.ParseInt(h["decided_at"], 10, 64); err == nil {
+		t := time.UnixMilli(ms).UTC()
+		r.DecidedAt = &t
+	}
+	if by := h["decided_by"]; by != "" {
+		r.DecidedBy = strings.Split(by, "\n")
+	}
+	r.DecisionReason = h["reason"]
+	r.Votes = make([]bot.Vote, 0, len(votes))
+	for _, line := range votes {
+		parts := strings.SplitN(line, "\n", 3)
+		if len(parts) != 3 {
+			continue
+		}
+		var v bot.Vote
+		if err := json.Unmarshal([]byte(parts[2]), &v); err != nil {
+			continue
+		}
+		v.Result, v.Why = bot.Result(parts[0]), parts[1]
+		r.Votes = append(r.Votes, v)
+	}
+	r.Messages = r.Messages[:0]
+	for _, m := range msgs {
+		var ref bot.MessageRef
+		if json.Unmarshal([]byte(m), &ref) == nil {
+			r.Messages = append(r.Messages, ref)
+		}
+	}
+	return &r, nil
+}
+
+// List returns pending requests by deadline, or with another status (or
+// none) the most recent ones, oldest first.
+func (s *Store) List(ctx context.Context, f bot.Filter) ([]*bot.Request, error) {
+	var (
+		ids []string
+		err error
+	)
+	if f.Status == bot.Pending {
+		ids, err = s.rdb.ZRange(ctx, s.key("pending"), 0, 9999).Result()
+	} else {
+		ids, err = s.rdb.ZRange(ctx, s.key("recent"), -1000, -1).Result()
+	}
+	if err != nil {
+		return nil, unavailable("list requests", err)
+	}
+	rs, err := s.getMany(ctx, ids)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]*bot.Request, 0, len(rs))
+	for _, r := range rs {
+		if r != nil && (f.Status == "" || r.Status == f.Status) {
+			out = append(out, r)
+		}
+	}
+	if f.Status != bot.Pending {
+		sort.SliceStable(out, func(i, j int) bool { return out[i].CreatedAt.Before(out[j].CreatedAt) })
+	}
+	return out, nil
+}
+
+// snapshot returns the persona a request was created under.
+func (s *Store) snapshot(ctx context.Context, id string) (bot.Persona, error) {
+	s.mu.Lock()
+	p, ok := s.personas[id]
+	s.mu.Unlock()
+	if ok {
+		return p, nil
+	}
+	b, err := s.rdb.HGet(ctx, s.requestKeys(id)[0], "persona").Bytes()
+	if errors.Is(err, goredis.Nil) {
+		return bot.Persona{}, bot.Errorf(bot.ENotFound, "unknown request %q", id)
+	}
+	if err != nil {
+		return bot.Persona{}, unavailable("get persona snapshot", err)
+	}
+	if err := json.Unmarshal(b, &p); err != nil {
+		return bot.Persona{}, fmt.Errorf("decode persona snapshot: %w", err)
+	}
+	s.remember(id, p)
+	return p, nil
+}
+
+// RecordVote judges b against the request's persona and tallies it.
+func (s *Store) RecordVote(ctx context.Context, b bot.Ballot) (bot.VoteOutcome, error) {
+	out := bot.VoteOutcome{RequestID: b.RequestID}
+	p, err := s.snapshot(ctx, b.RequestID)
+	if err != nil {
+		return out, err
+	}
+	v := quorum.Judge(p, b.Voter, b.Proof)
+	at := b.At
+	if at.IsZero() {
+		at = time.Now()
+	}
+	voteJSON, err := json.Marshal(bot.Vote{Voter: b.Voter, Name: v.Person, Choice: b.Choice, Proof: b.Proof, At: at.UTC()})
+	if err != nil {
+		return out, err
+	}
+	keys := s.requestKeys(b.RequestID)[:4]
+	res, err := voteScript.Run(ctx, s.rdb, keys,
+		b.DedupKey, v.Person, string(v.Role), string(b.Choice), v.Why, voteJSON,
+		at.UnixMilli(), s.channel(), b.RequestID, int64(s.Retention/time.Second)).Slice()
+	if err != nil {
+		return out, unavailable("record vote", err)
+	}
+	result, _ := res[0].(string)
+	if result == "missing" {
+		return out, bot.Errorf(bot.ENotFound, "unknown request %q", b.RequestID)
+	}
+	out.Result = bot.Result(result)
+	out.Reason, _ = res[1].(string)
+	st, _ := res[2].(string)
+	out.Status = bot.Status(st)
+	n, _ := res[3].(int64)
+	out.Decided = n == 1
+	if out.Decided {
+		s.rdb.ZRem(ctx, s.key("pending"), b.RequestID)
+	}
+	return out, nil
+}
+
+// Resolve decides a pending request; false when it was already decided.
+// An expiry only takes effect once the deadline has passed.
+func (s *Store) Resolve(ctx context.Context, id string, st bot.Status, reason string, at time.Time) (bool, error) {
+	due := ""
+	if st == bot.Expired {
+		due = "due"
+	}
+	n, err := resolveScript.Run(ctx, s.rdb, s.requestKeys(id)[:4],
+		string(st), reason, at.UnixMilli(), s.channel(), id, int64(s.Retention/time.Second), due).Int()
+	if err != nil {
+		return false, unavailable("resolve request", err)
+	}
+	if n == 1 || st != bot.Expired {
+		s.rdb.ZRem(ctx, s.key("pending"), id)
+	} else {
+		// Already decided (or not yet due): drop it from the deadline index
+		// only if it is no longer pending.
+		if status, _ := s.rdb.HGet(ctx, s.requestKeys(id)[0], "status").Result(); status != string(bot.Pending) {
+			s.rdb.ZRem(ctx, s.key("pending"), id)
+		}
+	}
+	return n == 1, nil
+}
+
+// Due returns up to 1000 pending requests whose deadline has passed.
+func (s *Store) Due(ctx context.Context, now time.Time) ([]string, error) {
+	ids, err := s.rdb.ZRangeByScore(ctx, s.key("pending"), &goredis.ZRangeBy{
+		Min: "-inf", Max: strconv.FormatInt(now.UnixMilli(), 10), Count: 1000,
+	}).Result()
+	if err != nil {
+		return nil, unavailable("due requests", err)
+	}
+	return ids, nil
+}
+
+// Watch subscribes once to decisions and calls fn("") when subscribed,
+// then fn(id) for each decision, until ctx ends.
+func (s *Store) Watch(ctx context.Context, fn func(id string)) error {
+	ps := s.rdb.Subscribe(ctx, s.channel())
+	defer ps.Close()
+	if _, err := ps.Receive(ctx); err != nil {
+		return unavailable("subscribe", err)
+	}
+	fn("")
+	ch := ps.Channel(goredis.WithChannelSize(4096))
+	for {
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case m, ok := <-ch:
+			if !ok {
+				return errors.New("subscription closed")
+			}
+			fn(m.Payload)
+		}
+	}
+}
+
+// Ping checks that the store answers.
+func (s *Store) Ping(ctx context.Context) error {
+	if err := s.rdb.Ping(ctx).Err(); err != nil {
+		return unavailable("ping", err)
+	}
+	return nil
+}
+
+// AppendAudit mirrors an audit record into a capped stream, where every
+// replica's records can be read.
+func (s *Store) AppendAudit(ctx context.Context, line []byte) error {
+	return s.rdb.XAdd(ctx, &goredis.XAddArgs{
+		Stream: s.key("audit"), MaxLen: 1_000_000, Approx: true, Values: []any{"record", line},
+	}).Err()
+}

@@ -1,0 +1,148 @@
+package signing
+
+import (
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/nbd-wtf/go-nostr"
+	"github.com/nbd-wtf/go-nostr/nip19"
+)
+
+// Key is a secp256k1 key pair used for Nostr events (BIP-340 Schnorr).
+type Key struct {
+	secret string // 64 hex
+	public string // 64 hex, x-only
+}
+
+// NewKey generates a new key.
+func NewKey() *Key {
+	k, _ := ParseKey(nostr.GeneratePrivateKey())
+	return k
+}
+
+// ParseKey reads a secret key given as nsec or 64 hex characters.
+func ParseKey(s string) (*Key, error) {
+	s = strings.TrimSpace(s)
+	if strings.HasPrefix(s, "nsec1") {
+		prefix, v, err := nip19.Decode(s)
+		if err != nil || prefix != "nsec" {
+			return nil, errors.New("not a valid nsec key")
+		}
+		s = v.(string)
+	}
+	if len(s) != 64 {
+		return nil, errors.New("a secret key is an nsec or 64 hex characters")
+	}
+	if _, err := hex.DecodeString(s); err != nil {
+		return nil, errors.New("a secret key is an nsec or 64 hex characters")
+	}
+	pub, err := nostr.GetPublicKey(s)
+	if err != nil {
+		return nil, fmt.Errorf("derive public key: %w", err)
+	}
+	return &Key{secret: strings.ToLower(s), public: pub}, nil
+}
+
+// PublicKey returns the x-only public key in hex.
+func (k *Key) PublicKey() string { return k.public }
+
+// Npub returns the public key in NIP-19 form.
+func (k *Key) Npub() string {
+	s, _ := nip19.EncodePublicKey(k.public)
+	return s
+}
+
+// Nsec returns the secret key in NIP-19 form.
+func (k *Key) Nsec() string {
+	s, _ := nip19.EncodePrivateKey(k.secret)
+	return s
+}
+
+// LogValue keeps the secret out of logs.
+func (k *Key) LogValue() slog.Value { return slog.StringValue(k.Npub()) }
+
+// String shows the public half only.
+func (k *Key) String() string { return k.Npub() }
+
+// SignEvent signs a Nostr event with the key and returns its JSON and id.
+func (k *Key) SignEvent(kind int, content string, tags [][]string, at time.Time) (json.RawMessage, string, error) {
+	ev := nostr.Event{Kind: kind, Content: content, CreatedAt: nostr.Timestamp(at.Unix())}
+	for _, t := range tags {
+		ev.Tags = append(ev.Tags, nostr.Tag(t))
+	}
+	if err := ev.Sign(k.secret); err != nil {
+		return nil, "", fmt.Errorf("sign event: %w", err)
+	}
+	raw, err := json.Marshal(ev)
+	if err != nil {
+		return nil, "", err
+	}
+	return raw, ev.ID, nil
+}
+
+// Sign signs ev in place (it sets PubKey, ID and Sig).
+func (k *Key) Sign(ev *nostr.Event) error { return ev.Sign(k.secret) }
+
+// ParsePublicKey reads a public key given as npub or 64 hex characters and
+// returns it as lowercase hex.
+func ParsePublicKey(s string) (string, error) {
+	s = strings.TrimSpace(s)
+	if strings.HasPrefix(s, "npub1") {
+		prefix, v, err := nip19.Decode(s)
+		if err != nil || prefix != "npub" {
+			return "", errors.New("not a valid npub")
+		}
+		return v.(string), nil
+	}
+	if len(s) != 64 {
+		return "", errors.New("a public key is an npub or 64 hex characters")
+	}
+	if _, err := hex.DecodeString(s); err != nil {
+		return "", errors.New("a public key is an npub or 64 hex characters")
+	}
+	return strings.ToLower(s), nil
+}
+
+// LoadOrCreateKey reads the key kept at path, or makes one and writes it
+// there (0600) on first use.
+func LoadOrCreateKey(path string) (*Key, bool, error) {
+	b, err := os.ReadFile(path)
+	if err == nil {
+		k, err := ParseKey(string(b))
+		if err != nil {
+			return nil, false, fmt.Errorf("key file %s: %w", path, err)
+		}
+		return k, false, nil
+	}
+	if !errors.Is(err, os.ErrNotExist) {
+		return nil, false, fmt.Errorf("read key: %w", err)
+	}
+	k := NewKey()
+	if err := WriteKey(path, k); err != nil {
+		return nil, false, err
+	}
+	return k, true, nil
+}
+
+// WriteKey writes k's nsec to path with mode 0600, refusing to overwrite.
+func WriteKey(path string, k *Key) error {
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		return fmt.Errorf("create key dir: %w", err)
+	}
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	if err != nil {
+		return fmt.Errorf("write key: %w", err)
+	}
+	if _, err := f.WriteString(k.Nsec() + "\n"); err != nil {
+		f.Close()
+		return fmt.Errorf("write key: %w", err)
+	}
+	return f.Close()
+}
