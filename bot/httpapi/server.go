@@ -1,0 +1,239 @@
+// Package httpapi is signoff's HTTP API: the server that exposes the
+// gateway (bot.Service and bot.VoteSink) as JSON, and the client the CLI
+// uses to reach it. It alone maps bot error codes to HTTP statuses.
+package httpapi
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"log/slog"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/signoff/signoff/bot"
+	"github.com/signoff/signoff/signing"
+)
+
+// MaxBody caps every request body.
+const MaxBody = 1 << 20
+
+// MaxWait caps ?wait= on GET /v1/requests/{id}.
+const MaxWait = 60 * time.Second
+
+// Gateway is what the server needs from the gateway.
+type Gateway interface {
+	bot.Service
+	bot.VoteSink
+}
+
+// Server serves the API. Extra holds platform endpoints mounted as given
+// ("POST /slack/events" → handler); nil entries are skipped.
+type Server struct {
+	Gateway Gateway
+	Ready   func(ctx context.Context) error // the store answers
+	Metrics http.Handler
+	Extra   map[string]http.Handler
+	Logger  *slog.Logger
+	Now     func() time.Time
+}
+
+// Handler returns the API's routes.
+func (s *Server) Handler() http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("POST /v1/requests", s.submit)
+	mux.HandleFunc("GET /v1/requests", s.list)
+	mux.HandleFunc("GET /v1/requests/{id}", s.get)
+	mux.HandleFunc("POST /v1/nostr/events", s.nostrEvent)
+	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
+		writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
+	})
+	mux.HandleFunc("GET /readyz", s.ready)
+	if s.Metrics != nil {
+		mux.Handle("GET /metrics", s.Metrics)
+	}
+	for pattern, h := range s.Extra {
+		if h != nil {
+			mux.Handle(pattern, http.MaxBytesHandler(h, MaxBody))
+		}
+	}
+	return mux
+}
+
+func (s *Server) log() *slog.Logger {
+	if s.Logger != nil {
+		return s.Logger
+	}
+	return slog.Default()
+}
+
+func (s *Server) now() time.Time {
+	if s.Now != nil {
+		return s.Now()
+	}
+	return time.Now()
+}
+
+func (s *Server) submit(w http.ResponseWriter, r *http.Request) {
+	var n bot.NewRequest
+	if err := decode(w, r, &n); err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	req, err := s.Gateway.Submit(r.Context(), n)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusCreated, req)
+}
+
+func (s *Server) get(w http.ResponseWriter, r *http.Request) {
+	id := r.PathValue("id")
+	var (
+		req *bot.Request
+		err error
+	)
+	if wait := r.URL.Query().Get("wait"); wait != "" {
+		d, perr := time.ParseDuration(wait)
+		if perr != nil || d < 0 {
+			s.fail(w, r, bot.Errorf(bot.EInvalid, "wait %q is not a duration such as 30s", wait))
+			return
+		}
+		req, err = s.Gateway.Wait(r.Context(), id, min(d, MaxWait))
+	} else {
+		req, err = s.Gateway.Get(r.Context(), id)
+	}
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, req)
+}
+
+func (s *Server) list(w http.ResponseWriter, r *http.Request) {
+	st := bot.Status(r.URL.Query().Get("status"))
+	switch st {
+	case "", bot.Pending, bot.Approved, bot.Denied, bot.Expired:
+	default:
+		s.fail(w, r, bot.Errorf(bot.EInvalid, "status %q is not one of pending, approved, denied, expired", st))
+		return
+	}
+	rs, err := s.Gateway.List(r.Context(), bot.Filter{Status: st})
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	if rs == nil {
+		rs = []*bot.Request{}
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"requests": rs})
+}
+
+// VoteResponse answers POST /v1/nostr/events.
+type VoteResponse struct {
+	Result bot.Result `json:"result"`
+	Reason string     `json:"reason,omitempty"`
+	Status bot.Status `json:"status"`
+	ID     string     `json:"request_id"`
+}
+
+// nostrEvent takes a signed NIP-25 reaction. The raw body is verified
+// before anything in it is believed.
+func (s *Server) nostrEvent(w http.ResponseWriter, r *http.Request) {
+	raw, err := io.ReadAll(http.MaxBytesReader(w, r.Body, MaxBody))
+	if err != nil {
+		s.fail(w, r, bodyError(err))
+		return
+	}
+	re, err := signing.ParseReaction(raw, s.now())
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	out, err := s.Gateway.CastVote(r.Context(), re.Ballot(raw))
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, VoteResponse{Result: out.Result, Reason: out.Reason, Status: out.Status, ID: out.RequestID})
+}
+
+func (s *Server) ready(w http.ResponseWriter, r *http.Request) {
+	ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
+	defer cancel()
+	if s.Ready != nil {
+		if err := s.Ready(ctx); err != nil {
+			s.fail(w, r, bot.Errorf(bot.EUnavailable, "not ready: %v", bot.ErrorMessage(err)))
+			return
+		}
+	}
+	writeJSON(w, http.StatusOK, map[string]string{"status": "ready"})
+}
+
+func decode(w http.ResponseWriter, r *http.Request, v any) error {
+	if ct := r.Header.Get("Content-Type"); ct != "" && !strings.HasPrefix(ct, "application/json") {
+		return bot.Errorf(bot.EInvalid, "Content-Type must be application/json")
+	}
+	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, MaxBody))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		if e := bodyError(err); bot.ErrorCode(e) == bot.ETooLarge {
+			return e
+		}
+		if _, ok := errors.AsType[*bot.Error](err); ok {
+			return err
+		}
+		return bot.Errorf(bot.EInvalid, "request body is not valid JSON: %v", err)
+	}
+	if dec.More() {
+		return bot.Errorf(bot.EInvalid, "request body has data after the JSON object")
+	}
+	return nil
+}
+
+func bodyError(err error) error {
+	if _, ok := errors.AsType[*http.MaxBytesError](err); ok {
+		return bot.Errorf(bot.ETooLarge, "request body is larger than %d bytes", MaxBody)
+	}
+	return bot.Errorf(bot.EInvalid, "cannot read request body: %v", err)
+}
+
+// ErrorBody is every error response: {"error": "...", "code": "..."}.
+type ErrorBody struct {
+	Error string `json:"error"`
+	Code  string `json:"code"`
+}
+
+var statuses = map[string]int{
+	bot.EInvalid:      http.StatusBadRequest,
+	bot.ENotFound:     http.StatusNotFound,
+	bot.EUnauthorized: http.StatusUnauthorized,
+	bot.EStale:        http.StatusBadRequest,
+	bot.EConflict:     http.StatusConflict,
+	bot.ETooLarge:     http.StatusRequestEntityTooLarge,
+	bot.EForbidden:    http.StatusForbidden,
+	bot.EUnavailable:  http.StatusServiceUnavailable,
+	bot.EInternal:     http.StatusInternalServerError,
+}
+
+func (s *Server) fail(w http.ResponseWriter, r *http.Request, err error) {
+	code := bot.ErrorCode(err)
+	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		code = bot.EUnavailable
+		err = bot.Errorf(code, "request cancelled or timed out")
+	}
+	status := statuses[code]
+	if code == bot.EInternal || code == bot.EUnavailable {
+		s.log().Error("request failed", "method", r.Method, "path", r.URL.Path, "err", err)
+	}
+	writeJSON(w, status, ErrorBody{Error: bot.ErrorMessage(err), Code: code})
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_ = json.NewEncoder(w).Encode(v)
+}
