@@ -2,6 +2,7 @@ package signing
 
 import (
 	"encoding/json"
+	"fmt"
 	"strings"
 	"time"
 
@@ -102,4 +103,22 @@ func isHex(s string) bool {
 		}
 	}
 	return true
+}
+
+// NewReaction signs a NIP-25 reaction by k to the event eventID authored by
+// author: content ✅ to approve or ❌ to deny, the reacted-to event in the
+// (last) e tag, its author in the p tag.
+func NewReaction(k *Key, eventID, author string, c bot.Choice, at time.Time) (json.RawMessage, error) {
+	content := map[bot.Choice]string{bot.Approve: "✅", bot.Deny: "❌"}[c]
+	if content == "" {
+		return nil, bot.Errorf(bot.EInvalid, "a reaction approves or denies")
+	}
+	ev := nostr.Event{
+		Kind: nostr.KindReaction, CreatedAt: nostr.Timestamp(at.Unix()), Content: content,
+		Tags: nostr.Tags{{"e", eventID}, {"p", author}, {"k", "1"}},
+	}
+	if err := k.Sign(&ev); err != nil {
+		return nil, fmt.Errorf("sign reaction: %w", err)
+	}
+	return json.Marshal(ev)
 }

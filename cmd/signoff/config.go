@@ -1,0 +1,89 @@
+package main
+
+import (
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/kelseyhightower/envconfig"
+)
+
+// config is every SIGNOFF_* variable. Only cmd reads the environment.
+type config struct {
+	Listen   string `default:"127.0.0.1:8080" desc:"address the gateway serves on"`
+	URL      string `default:"http://127.0.0.1:8080" desc:"where the CLI finds the gateway"`
+	DataDir  string `split_words:"true" desc:"gateway key, audit log (default: user data dir/signoff)"`
+	Personas string `default:"configs/personas" desc:"folder of persona files"`
+	RedisURL string `split_words:"true" desc:"real Redis; empty: embedded in-memory"`
+	// AuditPath defaults to DataDir/audit.jsonl.
+	AuditPath string `split_words:"true" desc:"audit log file"`
+	NostrKey  secret `split_words:"true" desc:"the gateway's own key (nsec or hex)"`
+	Key       string `desc:"a person's key file for approve/deny"`
+	Persona   string `default:"demo" desc:"persona used by request and exec when --persona is not given"`
+	Rules     string `desc:"risk rules file overriding the embedded default"`
+	LogLevel  string `split_words:"true" default:"info" desc:"debug, info, warn or error"`
+
+	SlackBotToken      secret `split_words:"true"`
+	SlackAppToken      secret `split_words:"true"`
+	SlackSigningSecret secret `split_words:"true"`
+	SlackApiUrl        string `split_words:"true"` // mixed case so split_words gives SLACK_API_URL
+
+	DiscordBotToken  secret `split_words:"true"`
+	DiscordAppId     string `split_words:"true"`
+	DiscordPublicKey string `split_words:"true"`
+	DiscordApiUrl    string `split_words:"true"`
+}
+
+// secret is a string that never shows in logs.
+type secret string
+
+func (s secret) LogValue() slog.Value {
+	if s == "" {
+		return slog.StringValue("")
+	}
+	return slog.StringValue("[redacted]")
+}
+
+func loadConfig() (*config, error) {
+	var c config
+	if err := envconfig.Process("signoff", &c); err != nil {
+		return nil, fmt.Errorf("configuration: %w", err)
+	}
+	if c.DataDir == "" {
+		c.DataDir = filepath.Join(userDataDir(), "signoff")
+	}
+	if c.AuditPath == "" {
+		c.AuditPath = filepath.Join(c.DataDir, "audit.jsonl")
+	}
+	c.URL = strings.TrimRight(c.URL, "/")
+	return &c, nil
+}
+
+// userDataDir is $XDG_DATA_HOME, else ~/.local/share, else the temp dir.
+func userDataDir() string {
+	if d := os.Getenv("XDG_DATA_HOME"); d != "" {
+		return d
+	}
+	if h, err := os.UserHomeDir(); err == nil {
+		return filepath.Join(h, ".local", "share")
+	}
+	return os.TempDir()
+}
+
+// defaultKeyPath is where keygen writes a person's key.
+func defaultKeyPath() string {
+	d, err := os.UserConfigDir()
+	if err != nil {
+		d = userDataDir()
+	}
+	return filepath.Join(d, "signoff", "key")
+}
+
+func (c *config) keyPath() string {
+	if c.Key != "" {
+		return c.Key
+	}
+	return defaultKeyPath()
+}

@@ -1,0 +1,34 @@
+package main
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/signoff/signoff/signing"
+)
+
+func init() { commands["keygen"] = keygen }
+
+func keygen(ctx context.Context, a *app, args []string) int {
+	fs := a.flags("keygen", "keygen [--out FILE]")
+	out := fs.String("out", "", "where to write the key (default $SIGNOFF_KEY or the user config dir)")
+	if ok, help := parse(fs, args); !ok {
+		return map[bool]int{true: 0, false: 2}[help]
+	}
+	path := *out
+	if path == "" {
+		cfg, err := loadConfig()
+		if err != nil {
+			return a.fail(err)
+		}
+		path = cfg.keyPath()
+	}
+	k := signing.NewKey()
+	if err := signing.WriteKey(path, k); err != nil {
+		return a.failf("%v (a key is never overwritten; choose another path with --out)", err)
+	}
+	fmt.Fprintf(a.stderr, "wrote your secret key to %s (mode 0600; keep it secret)\n", path)
+	fmt.Fprintf(a.stderr, "put this in a persona file to make yourself an owner or member:\n\n  owner:\n    name: you\n    nostr: %s\n\n", k.Npub())
+	fmt.Fprintln(a.stdout, k.Npub())
+	return 0
+}

@@ -1,0 +1,108 @@
+// Command signoff is the approval gateway for AI agents and the terminal
+// client people use to answer it. Each subcommand lives in its own file;
+// this one dispatches. Flags, configuration and wiring only: the logic is
+// in the packages.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/signoff/signoff/bot"
+)
+
+const usage = `signoff — an approval gateway for AI agents
+
+usage:
+  signoff serve                              run the gateway
+  signoff request [flags] -- CMD…            ask for approval and wait (or --action TEXT)
+  signoff pending                            list requests waiting for an answer
+  signoff approve ID | signoff deny ID       answer with your own signed Nostr reaction
+  signoff keygen [--out FILE]                make your key for approve/deny
+  signoff personas check [DIR]               validate persona files
+  signoff audit verify [PATH]                check the audit log's chain and signatures
+  signoff classify [--json] -- CMD…          risk of a shell command (stdin with --json)
+  signoff exec [--persona P] -- CMD…         run; ask first when dangerous
+  signoff hook claude-code                   Claude Code PreToolUse hook (JSON on stdin)
+  signoff mcp                                MCP server on stdio (request_approval, classify)
+
+Exit codes: 0 approved / ok, 1 denied, expired or check failed, 2 usage or server error.
+Configuration comes from SIGNOFF_* environment variables; see the README.
+`
+
+// app carries what a subcommand may touch, so tests can run the real
+// commands in-process.
+type app struct {
+	stdin          io.Reader
+	stdout, stderr io.Writer
+	// ready, when set, is told the address serve listens on.
+	ready func(addr string)
+}
+
+type command func(ctx context.Context, a *app, args []string) int
+
+var commands = map[string]command{}
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	a := &app{stdin: os.Stdin, stdout: os.Stdout, stderr: os.Stderr}
+	code := a.run(ctx, os.Args[1:])
+	stop()
+	os.Exit(code)
+}
+
+func (a *app) run(ctx context.Context, args []string) int {
+	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
+		fmt.Fprint(a.stdout, usage)
+		if len(args) == 0 {
+			return 2
+		}
+		return 0
+	}
+	cmd, ok := commands[args[0]]
+	if !ok {
+		fmt.Fprintf(a.stderr, "signoff: unknown command %q\n\n%s", args[0], usage)
+		return 2
+	}
+	return cmd(ctx, a, args[1:])
+}
+
+// flags returns a FlagSet that reports to a's stderr.
+func (a *app) flags(name, synopsis string) *flag.FlagSet {
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	fs.SetOutput(a.stderr)
+	fs.Usage = func() {
+		fmt.Fprintf(a.stderr, "usage: signoff %s\n", synopsis)
+		fs.PrintDefaults()
+	}
+	return fs
+}
+
+// parse parses flags; it returns false (after printing why) on bad usage.
+func parse(fs *flag.FlagSet, args []string) (ok bool, help bool) {
+	if err := fs.Parse(args); err != nil {
+		return false, errors.Is(err, flag.ErrHelp)
+	}
+	return true, false
+}
+
+// fail prints err for a person and returns the exit code for it.
+func (a *app) fail(err error) int {
+	msg := err.Error()
+	if e, ok := errors.AsType[*bot.Error](err); ok {
+		msg = e.Message
+	}
+	fmt.Fprintf(a.stderr, "signoff: %s\n", msg)
+	return 2
+}
+
+func (a *app) failf(format string, args ...any) int {
+	fmt.Fprintf(a.stderr, "signoff: "+format+"\n", args...)
+	return 2
+}

@@ -1,0 +1,277 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/url"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/signoff/signoff/bot"
+	"github.com/signoff/signoff/bot/httpapi"
+	"github.com/signoff/signoff/configs"
+	"github.com/signoff/signoff/quorum"
+	qredis "github.com/signoff/signoff/quorum/redis"
+	"github.com/signoff/signoff/signing"
+)
+
+func init() { commands["serve"] = serve }
+
+// runner is a platform connection that runs until its context ends.
+type runner interface {
+	Run(ctx context.Context) error
+}
+
+func serve(ctx context.Context, a *app, args []string) int {
+	fs := a.flags("serve", "serve")
+	if ok, help := parse(fs, args); !ok {
+		return map[bool]int{true: 0, false: 2}[help]
+	}
+	if fs.NArg() > 0 {
+		return a.failf("serve takes no arguments (configuration comes from SIGNOFF_* variables)")
+	}
+	cfg, err := loadConfig()
+	if err != nil {
+		return a.fail(err)
+	}
+	var level slog.Level
+	if err := level.UnmarshalText([]byte(cfg.LogLevel)); err != nil {
+		return a.failf("SIGNOFF_LOG_LEVEL %q is not debug, info, warn or error", cfg.LogLevel)
+	}
+	log := slog.New(slog.NewTextHandler(a.stderr, &slog.HandlerOptions{Level: level}))
+
+	// The store: embedded unless a real Redis is named.
+	var store *qredis.Store
+	if cfg.RedisURL == "" {
+		rdb, stop, err := qredis.Embedded()
+		if err != nil {
+			return a.fail(err)
+		}
+		defer stop()
+		store = qredis.New(rdb, "signoff")
+		log.Info("store: embedded in-memory Redis; nothing is kept after exit (set SIGNOFF_REDIS_URL for a real one)")
+	} else {
+		rdb, err := qredis.Open(cfg.RedisURL)
+		if err != nil {
+			return a.fail(err)
+		}
+		defer rdb.Close()
+		store = qredis.New(rdb, "signoff")
+		log.Info("store: redis", "url", redactURL(cfg.RedisURL))
+	}
+	pctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	err = store.Ping(pctx)
+	cancel()
+	if err != nil {
+		return a.fail(err)
+	}
+
+	personas, err := loadPersonas(cfg.Personas, log)
+	if err != nil {
+		return a.fail(err)
+	}
+	for _, p := range personas {
+		if err := store.PutPersona(ctx, p); err != nil {
+			return a.fail(err)
+		}
+	}
+
+	key, err := gatewayKey(cfg, log)
+	if err != nil {
+		return a.fail(err)
+	}
+	audit, err := signing.OpenAudit(cfg.AuditPath, key)
+	if err != nil {
+		return a.fail(err)
+	}
+	defer audit.Close()
+	audit.Mirror = store.AppendAudit
+	log.Info("audit log", "path", cfg.AuditPath)
+
+	classifier, err := loadClassifier(cfg.Rules)
+	if err != nil {
+		return a.fail(err)
+	}
+
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	g := &bot.Gateway{
+		Store:      store,
+		Signer:     key,
+		Classifier: classifier,
+		Audit:      audit,
+		Channels:   map[bot.Platform]bot.Channel{},
+		Metrics:    bot.NewMetrics(reg),
+		Logger:     log,
+	}
+	plat, err := platforms(cfg, g, store, key, log)
+	if err != nil {
+		return a.fail(err)
+	}
+	if err := g.Start(ctx); err != nil {
+		return a.fail(err)
+	}
+	defer g.Close()
+
+	var wg sync.WaitGroup
+	rctx, stopRunners := context.WithCancel(ctx)
+	defer func() { stopRunners(); wg.Wait() }()
+	for name, r := range plat.runners {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if err := r.Run(rctx); err != nil && rctx.Err() == nil {
+				log.Error("platform connection ended", "platform", name, "err", err)
+			}
+		}()
+	}
+
+	api := &httpapi.Server{
+		Gateway: g,
+		Ready:   store.Ping,
+		Metrics: promhttp.HandlerFor(reg, promhttp.HandlerOpts{}),
+		Extra:   plat.handlers,
+		Logger:  log,
+	}
+	ln, err := net.Listen("tcp", cfg.Listen)
+	if err != nil {
+		return a.failf("cannot listen on %s (SIGNOFF_LISTEN): %v", cfg.Listen, err)
+	}
+	srv := &http.Server{
+		Handler:           api.Handler(),
+		ReadHeaderTimeout: 10 * time.Second,
+		ReadTimeout:       30 * time.Second,
+		WriteTimeout:      httpapi.MaxWait + 15*time.Second,
+		IdleTimeout:       2 * time.Minute,
+		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
+	}
+	log.Info("signoff gateway listening", "addr", ln.Addr().String(), "url", "http://"+ln.Addr().String())
+	if a.ready != nil {
+		a.ready(ln.Addr().String())
+	}
+	errc := make(chan error, 1)
+	go func() { errc <- srv.Serve(ln) }()
+	select {
+	case err := <-errc:
+		return a.failf("server stopped: %v", err)
+	case <-ctx.Done():
+	}
+	log.Info("shutting down")
+	sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := srv.Shutdown(sctx); err != nil {
+		srv.Close()
+	}
+	return 0
+}
+
+// loadPersonas reads the persona folder; when the default folder is not
+// there (the binary runs away from the source tree) the embedded example
+// is used. A file with errors stops the gateway: better not to start than
+// to start with an electorate nobody wrote.
+func loadPersonas(dir string, log *slog.Logger) ([]bot.Persona, error) {
+	var (
+		personas []bot.Persona
+		problems quorum.Problems
+		err      error
+	)
+	if _, statErr := os.Stat(dir); errors.Is(statErr, os.ErrNotExist) && dir == "configs/personas" {
+		personas, problems, err = loadEmbeddedPersonas()
+		log.Info("personas: configs/personas not found here; using the embedded example")
+	} else {
+		personas, problems, err = quorum.LoadDir(dir)
+	}
+	if err != nil {
+		return nil, err
+	}
+	for _, p := range problems {
+		if p.Warning {
+			log.Warn("persona file", "problem", p.String())
+		}
+	}
+	if errs := problems.Errors(); len(errs) > 0 {
+		return nil, fmt.Errorf("persona files have errors (fix them or run `signoff personas check %s`):\n%s", dir, errs.Error())
+	}
+	if len(personas) == 0 {
+		log.Warn("no persona loaded: every request will be refused as unknown persona", "dir", dir)
+	}
+	for _, p := range personas {
+		owner := ""
+		if p.Owner != nil {
+			owner = p.Owner.Name
+		}
+		var chans []string
+		for _, c := range p.Channels {
+			chans = append(chans, string(c.Platform))
+		}
+		log.Info("loaded persona", "name", p.Name, "owner", owner, "members", len(p.Members),
+			"approvalQuorum", p.ApprovalQuorum, "denyQuorum", p.DenyQuorum, "proof", p.Proof, "timeout", p.Timeout, "channels", chans)
+	}
+	return personas, nil
+}
+
+func loadEmbeddedPersonas() ([]bot.Persona, quorum.Problems, error) {
+	entries, err := fs.Glob(configs.Personas, "personas/*.yaml")
+	if err != nil {
+		return nil, nil, err
+	}
+	var (
+		out []bot.Persona
+		ps  quorum.Problems
+	)
+	for _, name := range entries {
+		data, err := configs.Personas.ReadFile(name)
+		if err != nil {
+			return nil, nil, err
+		}
+		p, problems := quorum.ParsePersona("embedded "+filepath.Base(name), data)
+		ps = append(ps, problems...)
+		if len(problems.Errors()) == 0 {
+			out = append(out, p)
+		}
+	}
+	return out, ps, nil
+}
+
+// gatewayKey is SIGNOFF_NOSTR_KEY, or the key kept in the data dir (made
+// on first start).
+func gatewayKey(cfg *config, log *slog.Logger) (*signing.Key, error) {
+	if cfg.NostrKey != "" {
+		k, err := signing.ParseKey(string(cfg.NostrKey))
+		if err != nil {
+			return nil, fmt.Errorf("SIGNOFF_NOSTR_KEY: %w", err)
+		}
+		log.Info("gateway key from SIGNOFF_NOSTR_KEY", "npub", k.Npub())
+		return k, nil
+	}
+	path := filepath.Join(cfg.DataDir, "gateway.key")
+	k, created, err := signing.LoadOrCreateKey(path)
+	if err != nil {
+		return nil, err
+	}
+	if created {
+		log.Info("gateway key created", "path", path, "npub", k.Npub())
+	} else {
+		log.Info("gateway key", "path", path, "npub", k.Npub())
+	}
+	return k, nil
+}
+
+func redactURL(s string) string {
+	u, err := url.Parse(s)
+	if err != nil {
+		return "(unparsable)"
+	}
+	return u.Redacted()
+}

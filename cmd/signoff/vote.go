@@ -1,0 +1,88 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"time"
+
+	"github.com/signoff/signoff/bot"
+	"github.com/signoff/signoff/bot/httpapi"
+	"github.com/signoff/signoff/signing"
+)
+
+func init() {
+	commands["approve"] = func(ctx context.Context, a *app, args []string) int { return vote(ctx, a, args, bot.Approve) }
+	commands["deny"] = func(ctx context.Context, a *app, args []string) int { return vote(ctx, a, args, bot.Deny) }
+}
+
+// vote signs a NIP-25 reaction with the person's own key and submits it:
+// the gateway treats it like any other Nostr reaction.
+func vote(ctx context.Context, a *app, args []string, c bot.Choice) int {
+	name := map[bot.Choice]string{bot.Approve: "approve", bot.Deny: "deny"}[c]
+	fs := a.flags(name, name+" [--key FILE] [--relay URL]… ID")
+	keyPath := fs.String("key", "", "your key file (default $SIGNOFF_KEY or the one keygen wrote)")
+	var relays stringList
+	fs.Var(&relays, "relay", "publish the reaction to this relay instead of the gateway (repeatable)")
+	if ok, help := parse(fs, args); !ok {
+		return map[bool]int{true: 0, false: 2}[help]
+	}
+	if fs.NArg() != 1 {
+		fs.Usage()
+		return a.failf("%s takes one request id (see `signoff pending`)", name)
+	}
+	cfg, err := loadConfig()
+	if err != nil {
+		return a.fail(err)
+	}
+	path := *keyPath
+	if path == "" {
+		path = cfg.keyPath()
+	}
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		return a.failf("cannot read your key at %s: %v (run `signoff keygen` first, or set SIGNOFF_KEY)", path, err)
+	}
+	key, err := signing.ParseKey(string(raw))
+	if err != nil {
+		return a.failf("key file %s: %v", path, err)
+	}
+
+	client := httpapi.NewClient(cfg.URL)
+	r, err := client.Get(ctx, fs.Arg(0))
+	if err != nil {
+		return a.fail(err)
+	}
+	if r.Status.Final() {
+		fmt.Fprintf(a.stderr, "request %s is already decided: %s\n", r.ID, bot.Outcome(r))
+		return 1
+	}
+	if r.EventID == "" || r.GatewayKey == "" {
+		return a.failf("request %s carries no Nostr event to react to", r.ID)
+	}
+	ev, err := signing.NewReaction(key, r.EventID, r.GatewayKey, c, time.Now())
+	if err != nil {
+		return a.fail(err)
+	}
+	fmt.Fprintf(a.stderr, "%s as %s: %s\n", name, key.Npub(), bot.Headline(r))
+	if len(relays) > 0 {
+		return publishToRelays(ctx, a, relays, ev)
+	}
+	out, err := client.PostEvent(ctx, ev)
+	if err != nil {
+		return a.fail(err)
+	}
+	switch out.Result {
+	case bot.Counted:
+		fmt.Fprintf(a.stdout, "counted; request %s is %s\n", r.ID, out.Status)
+		return 0
+	default:
+		fmt.Fprintf(a.stdout, "%s: %s; request %s is %s\n", out.Result, out.Reason, r.ID, out.Status)
+		return 1
+	}
+}
+
+type stringList []string
+
+func (s *stringList) String() string     { return fmt.Sprint([]string(*s)) }
+func (s *stringList) Set(v string) error { *s = append(*s, v); return nil }
