@@ -72,6 +72,11 @@ type Cast struct {
 type Decision struct {
 	Status bot.Status // Pending, Approved or Denied
 	By     []string   // the people whose votes decided, sorted
+	// Results says, vote by vote in the order given, which counted: a
+	// vote is Ignored when its voter has no role, its answer is neither
+	// approve nor deny, its person voted before, or it came after the
+	// decision. The Lua script reports the same.
+	Results []bot.Result
 }
 
 // Tally decides from counted votes in arrival order. A person's first
@@ -85,30 +90,35 @@ func Tally(p bot.Persona, votes []Cast) Decision {
 	if dq < 1 {
 		dq = 1
 	}
-	for _, v := range votes {
+	results := make([]bot.Result, len(votes))
+	for i := range results {
+		results[i] = bot.Ignored
+	}
+	for i, v := range votes {
 		if v.Role == None || seen[v.Person] || (v.Choice != bot.Approve && v.Choice != bot.Deny) {
 			continue
 		}
 		seen[v.Person] = true
+		results[i] = bot.Counted
 		if v.Role == Owner {
 			if v.Choice == bot.Approve {
-				return Decision{Status: bot.Approved, By: []string{v.Person}}
+				return Decision{Status: bot.Approved, By: []string{v.Person}, Results: results}
 			}
-			return Decision{Status: bot.Denied, By: []string{v.Person}}
+			return Decision{Status: bot.Denied, By: []string{v.Person}, Results: results}
 		}
 		if v.Choice == bot.Deny {
 			deniers = append(deniers, v.Person)
 			if len(deniers) >= dq {
-				return Decision{Status: bot.Denied, By: sorted(deniers)}
+				return Decision{Status: bot.Denied, By: sorted(deniers), Results: results}
 			}
 			continue
 		}
 		approvers = append(approvers, v.Person)
 		if p.ApprovalQuorum > 0 && len(approvers) >= p.ApprovalQuorum {
-			return Decision{Status: bot.Approved, By: sorted(approvers)}
+			return Decision{Status: bot.Approved, By: sorted(approvers), Results: results}
 		}
 	}
-	return Decision{Status: bot.Pending}
+	return Decision{Status: bot.Pending, Results: results}
 }
 
 func sorted(s []string) []string {

@@ -12,11 +12,13 @@ import (
 	"encoding/json"
 	"io"
 	"log/slog"
+	"net"
 	"os"
 	"path/filepath"
 	"testing"
 	"time"
 
+	"github.com/alicebob/miniredis/v2"
 	"github.com/nbd-wtf/go-nostr"
 	goredis "github.com/redis/go-redis/v9"
 
@@ -35,6 +37,98 @@ type Env struct {
 	AuditPath string
 }
 
+// Backends names the Redis servers a test should run against: "embedded"
+// always, and "redis" (SIGNOFF_TEST_REDIS_URL) when that is set.
+func Backends() []string {
+	if os.Getenv("SIGNOFF_TEST_REDIS_URL") != "" {
+		return []string{"embedded", "redis"}
+	}
+	return []string{"embedded"}
+}
+
+// Server is one Redis for one test: an embedded miniredis of its own, or
+// the real server under a fresh key prefix. Clients made by Client share
+// it, so a test can close one and inspect with another.
+type Server struct {
+	Name   string
+	Prefix string
+	url    string
+	m      *miniredis.Miniredis
+}
+
+// Start returns a Server of the named backend (see Backends). An embedded
+// one is stopped, and a real one's keys removed, when the test ends.
+func Start(t testing.TB, backend string) *Server {
+	t.Helper()
+	s := &Server{Name: backend, Prefix: "signofftest:" + randHex(6)}
+	switch backend {
+	case "embedded":
+		// As qredis.Embedded: TTLs follow the clock, no listener.
+		s.m = miniredis.NewMiniRedis()
+		s.m.ClockTTL(true)
+		t.Cleanup(s.m.Close)
+	case "redis":
+		s.url = os.Getenv("SIGNOFF_TEST_REDIS_URL")
+		if s.url == "" {
+			t.Skip("SIGNOFF_TEST_REDIS_URL is not set")
+		}
+		c := s.Client(t)
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		if err := c.Ping(ctx).Err(); err != nil {
+			t.Fatalf("SIGNOFF_TEST_REDIS_URL=%s does not answer: %v", s.url, err)
+		}
+		t.Cleanup(func() { deletePrefix(c, s.Prefix) })
+	default:
+		t.Fatalf("unknown backend %q", backend)
+	}
+	return s
+}
+
+// Client returns a new client to s, closed when the test ends.
+func (s *Server) Client(t testing.TB) goredis.UniversalClient {
+	t.Helper()
+	var c goredis.UniversalClient
+	if s.m != nil {
+		m := s.m
+		c = goredis.NewClient(&goredis.Options{
+			Addr:     "embedded",
+			Dialer:   func(context.Context, string, string) (net.Conn, error) { return m.Dial() },
+			Protocol: 2,
+		})
+	} else {
+		var err error
+		if c, err = qredis.Open(s.url); err != nil {
+			t.Fatalf("SIGNOFF_TEST_REDIS_URL: %v", err)
+		}
+	}
+	t.Cleanup(func() { c.Close() })
+	return c
+}
+
+// Store returns a store on a new client to s.
+func (s *Server) Store(t testing.TB) *qredis.Store {
+	return qredis.New(s.Client(t), s.Prefix)
+}
+
+func deletePrefix(c goredis.UniversalClient, prefix string) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	var cursor uint64
+	for {
+		keys, next, err := c.Scan(ctx, cursor, prefix+":*", 1000).Result()
+		if err != nil {
+			return
+		}
+		if len(keys) > 0 {
+			c.Del(ctx, keys...)
+		}
+		if cursor = next; cursor == 0 {
+			return
+		}
+	}
+}
+
 // Redis returns a client and a fresh key prefix: the server named by
 // SIGNOFF_TEST_REDIS_URL when set, else an embedded one.
 func Redis(t testing.TB) (goredis.UniversalClient, string) {
@@ -51,21 +145,7 @@ func Redis(t testing.TB) (goredis.UniversalClient, string) {
 			t.Fatalf("SIGNOFF_TEST_REDIS_URL=%s does not answer: %v", url, err)
 		}
 		t.Cleanup(func() {
-			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-			defer cancel()
-			var cursor uint64
-			for {
-				keys, next, err := c.Scan(ctx, cursor, prefix+":*", 1000).Result()
-				if err != nil {
-					break
-				}
-				if len(keys) > 0 {
-					c.Del(ctx, keys...)
-				}
-				if cursor = next; cursor == 0 {
-					break
-				}
-			}
+			deletePrefix(c, prefix)
 			c.Close()
 		})
 		return c, prefix
@@ -82,6 +162,12 @@ func Redis(t testing.TB) (goredis.UniversalClient, string) {
 func New(t testing.TB, p bot.Persona, channels map[bot.Platform]bot.Channel) *Env {
 	t.Helper()
 	rdb, prefix := Redis(t)
+	return NewOn(t, rdb, prefix, p, channels)
+}
+
+// NewOn is New on a given client and key prefix (see Server).
+func NewOn(t testing.TB, rdb goredis.UniversalClient, prefix string, p bot.Persona, channels map[bot.Platform]bot.Channel) *Env {
+	t.Helper()
 	store := qredis.New(rdb, prefix)
 	ctx := context.Background()
 	if err := store.PutPersona(ctx, p); err != nil {
