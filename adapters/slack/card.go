@@ -1,0 +1,134 @@
+package slack
+
+import (
+	"fmt"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	slackapi "github.com/slack-go/slack"
+
+	"github.com/signoff/signoff/bot"
+)
+
+// Button action ids; the button value is the request id.
+const (
+	actionApprove = "signoff_approve"
+	actionDeny    = "signoff_deny"
+	blockPrefix   = "signoff:"
+)
+
+// Display limits, well inside Slack's per-block limits. What an agent
+// wrote is shown as literal rich text, never as mrkdwn, so it cannot
+// close a code block, fake a label or mention @channel.
+const (
+	maxActionRunes = 2800
+	maxReasonRunes = 1500
+	maxRiskReasons = 10
+	maxFallback    = 3000
+)
+
+var bold = &slackapi.RichTextSectionTextStyle{Bold: true}
+
+// requestCard is the ⛔ card: header, the action in a code block, reason,
+// risk and its reasons, persona and deadline, Approve / Deny buttons and
+// the line on how to answer by reaction.
+func requestCard(r *bot.Request) []slackapi.Block {
+	approve := slackapi.NewButtonBlockElement(actionApprove, r.ID,
+		slackapi.NewTextBlockObject(slackapi.PlainTextType, "✅ Approve", true, false))
+	approve.Style = slackapi.StylePrimary
+	deny := slackapi.NewButtonBlockElement(actionDeny, r.ID,
+		slackapi.NewTextBlockObject(slackapi.PlainTextType, "❌ Deny", true, false))
+	deny.Style = slackapi.StyleDanger
+	return []slackapi.Block{
+		slackapi.NewHeaderBlock(slackapi.NewTextBlockObject(slackapi.PlainTextType, "⛔ Approval needed", true, false)),
+		details(r, true),
+		slackapi.NewActionBlock(blockPrefix+r.ID, approve, deny),
+		slackapi.NewContextBlock("signoff_how",
+			slackapi.NewTextBlockObject(slackapi.PlainTextType, bot.HowToAnswer+" · request "+r.ID, false, false)),
+	}
+}
+
+// decidedCard replaces the card when r is decided: the outcome (who and
+// when), the same details, and no buttons.
+func decidedCard(r *bot.Request) []slackapi.Block {
+	return []slackapi.Block{
+		slackapi.NewRichTextBlock("signoff_outcome",
+			slackapi.NewRichTextSection(slackapi.NewRichTextSectionTextElement(bot.Outcome(r), bold))),
+		details(r, false),
+		slackapi.NewContextBlock("signoff_how",
+			slackapi.NewTextBlockObject(slackapi.PlainTextType, "request "+r.ID, false, false)),
+	}
+}
+
+// details is the body both cards share; a pending card also shows the
+// deadline.
+func details(r *bot.Request, deadline bool) *slackapi.RichTextBlock {
+	kind := string(r.Kind)
+	if kind == "" {
+		kind = string(bot.KindCommand)
+	}
+	reason := r.Reason
+	if strings.TrimSpace(reason) == "" {
+		reason = "(none given)"
+	}
+	level := string(r.Level)
+	if level == "" {
+		level = "unknown"
+	}
+	elems := []slackapi.RichTextElement{
+		slackapi.NewRichTextSection(slackapi.NewRichTextSectionTextElement("Action ("+kind+")", bold)),
+		&slackapi.RichTextPreformatted{
+			Type:     slackapi.RTEPreformatted,
+			Elements: []slackapi.RichTextSectionElement{slackapi.NewRichTextSectionTextElement(clip(r.Action, maxActionRunes), nil)},
+		},
+		slackapi.NewRichTextSection(field("Reason: ", clip(reason, maxReasonRunes))...),
+		slackapi.NewRichTextSection(field("Risk: ", level)...),
+	}
+	if len(r.Reasons) > 0 {
+		var items []slackapi.RichTextElement
+		for i, why := range r.Reasons {
+			if i == maxRiskReasons {
+				items = append(items, slackapi.NewRichTextSection(slackapi.NewRichTextSectionTextElement(
+					fmt.Sprintf("… and %d more", len(r.Reasons)-i), nil)))
+				break
+			}
+			items = append(items, slackapi.NewRichTextSection(slackapi.NewRichTextSectionTextElement(clip(why, 300), nil)))
+		}
+		elems = append(elems, slackapi.NewRichTextList(slackapi.RTEListBullet, 0, items...))
+	}
+	line := field("Persona: ", r.Persona)
+	if deadline {
+		line = append(line, slackapi.NewRichTextSectionTextElement("   ", nil))
+		line = append(line, field("Deadline: ", r.Deadline.UTC().Format(time.RFC3339))...)
+	}
+	elems = append(elems, slackapi.NewRichTextSection(line...))
+	return slackapi.NewRichTextBlock("signoff_details", elems...)
+}
+
+// field is a bold label followed by its literal value.
+func field(label, value string) []slackapi.RichTextSectionElement {
+	return []slackapi.RichTextSectionElement{
+		slackapi.NewRichTextSectionTextElement(label, bold),
+		slackapi.NewRichTextSectionTextElement(value, nil),
+	}
+}
+
+// requestText is the notification and fallback text: the ⛔ line and how
+// to answer. It is sent escaped, so it cannot ping or link.
+func requestText(r *bot.Request) string {
+	return clip(bot.Headline(r), maxFallback) + "\n" + bot.HowToAnswer
+}
+
+func decidedText(r *bot.Request) string {
+	return clip(bot.Outcome(r)+" — "+r.Action, maxFallback)
+}
+
+// clip shortens s to n runes, saying how much was left out.
+func clip(s string, n int) string {
+	if utf8.RuneCountInString(s) <= n {
+		return s
+	}
+	runes := []rune(s)
+	return string(runes[:n]) + fmt.Sprintf("… (%d more characters)", len(runes)-n)
+}
