@@ -1,0 +1,185 @@
+package risk
+
+import (
+	"encoding/json"
+	"strings"
+	"sync"
+
+	"github.com/signoff/signoff/bot"
+	"github.com/signoff/signoff/configs/rules"
+)
+
+// Classifier gives shell commands and tool calls a risk level and the
+// reasons for it. It is safe for concurrent use.
+type Classifier struct {
+	rules *Rules
+	bad   string // why the rules are unusable; everything is dangerous
+}
+
+var _ bot.Classifier = (*Classifier)(nil)
+
+var defaultClassifier = sync.OnceValue(func() *Classifier {
+	r, err := ParseRules(rules.Default)
+	if err != nil {
+		return &Classifier{bad: "embedded risk rules are invalid: " + err.Error()}
+	}
+	return &Classifier{rules: r}
+})
+
+// Default returns a classifier with the embedded rules
+// (configs/rules/risk.yaml).
+func Default() *Classifier { return defaultClassifier() }
+
+// New returns a classifier with rules from ParseRules or LoadRules; nil
+// means the embedded rules.
+func New(r *Rules) *Classifier {
+	if r == nil {
+		return Default()
+	}
+	if r.names == nil {
+		if err := r.compile(); err != nil {
+			return &Classifier{bad: "risk rules are invalid: " + err.Error()}
+		}
+	}
+	return &Classifier{rules: r}
+}
+
+// Classify implements bot.Classifier. A command is classified with
+// Command. A tool action is written "Name {json input}" (e.g.
+// `Read {"file_path":"/etc/shadow"}`), or is a Claude Code hook payload
+// {"tool_name":…,"tool_input":…,"cwd":…}; it is classified with ToolCall.
+// Network destinations and free text are not commands the classifier can
+// read: they are dangerous, and people decide.
+func (c *Classifier) Classify(kind bot.Kind, action string) bot.Assessment {
+	switch kind {
+	case bot.KindCommand, "":
+		return c.Command(action)
+	case bot.KindTool:
+		name, input, cwd, reason := splitToolAction(action)
+		if reason != "" {
+			return dangerous(reason)
+		}
+		return c.ToolCall(name, input, cwd)
+	case bot.KindNetwork:
+		return dangerous("a network destination is not a shell command; a person decides")
+	case bot.KindText:
+		return dangerous("free text is not a shell command; a person decides")
+	}
+	return dangerous("unknown kind of action " + quote(string(kind)))
+}
+
+// splitToolAction reads a tool action: "Name {json}" or a hook payload.
+func splitToolAction(action string) (name string, input json.RawMessage, cwd, reason string) {
+	s := strings.TrimSpace(action)
+	if strings.HasPrefix(s, "{") {
+		var hook struct {
+			ToolName  string          `json:"tool_name"`
+			ToolInput json.RawMessage `json:"tool_input"`
+			Cwd       string          `json:"cwd"`
+		}
+		if err := json.Unmarshal([]byte(s), &hook); err != nil {
+			return "", nil, "", "tool action is not valid JSON: " + shortErr(err)
+		}
+		if hook.ToolName == "" {
+			return "", nil, "", "tool action names no tool (tool_name)"
+		}
+		if len(hook.ToolInput) == 0 {
+			hook.ToolInput = json.RawMessage("{}")
+		}
+		return hook.ToolName, hook.ToolInput, hook.Cwd, ""
+	}
+	i := strings.IndexAny(s, " \t\r\n{")
+	if i < 0 {
+		return s, json.RawMessage("{}"), "", ""
+	}
+	name, rest := s[:i], strings.TrimSpace(s[i:])
+	if name == "" {
+		return "", nil, "", "tool action names no tool"
+	}
+	if rest == "" {
+		rest = "{}"
+	}
+	return name, json.RawMessage(rest), "", ""
+}
+
+// Command classifies a shell command (bash syntax). Every command that
+// would run is seen: lists, pipelines, subshells, substitutions, bash -c
+// strings, wrappers such as sudo, env, xargs and find -exec. What cannot be
+// seen through is dangerous.
+func (c *Classifier) Command(cmd string) bot.Assessment {
+	if c.bad != "" {
+		return dangerous(c.bad)
+	}
+	if len(cmd) > c.rules.MaxCommandBytes {
+		return dangerous("command is longer than the classifier reads; a person decides")
+	}
+	w := walker{r: c.rules}
+	w.shell(cmd, 0)
+	return w.result()
+}
+
+func dangerous(reason string) bot.Assessment {
+	return bot.Assessment{Level: bot.Dangerous, Reasons: []string{reason}}
+}
+
+func rank(l bot.Level) int {
+	switch l {
+	case bot.Safe:
+		return 0
+	case bot.Caution:
+		return 1
+	}
+	return 2 // dangerous, and anything unknown
+}
+
+// verdict gathers levels and reasons; only the reasons at the final
+// level are reported, each once.
+type verdict struct {
+	level   bot.Level
+	reasons []leveled
+}
+
+type leveled struct {
+	level  bot.Level
+	reason string
+}
+
+func (v *verdict) add(l bot.Level, reason string) {
+	if v.level == "" || rank(l) > rank(v.level) {
+		v.level = l
+	}
+	if reason == "" || l == bot.Safe {
+		return
+	}
+	for _, r := range v.reasons {
+		if r.reason == reason && r.level == l {
+			return
+		}
+	}
+	v.reasons = append(v.reasons, leveled{l, reason})
+}
+
+func (v *verdict) result() bot.Assessment {
+	a := bot.Assessment{Level: v.level, Reasons: []string{}}
+	if a.Level == "" {
+		a.Level = bot.Safe
+	}
+	for _, r := range v.reasons {
+		if r.level == a.Level {
+			a.Reasons = append(a.Reasons, r.reason)
+		}
+	}
+	return a
+}
+
+func quote(s string) string {
+	return "\"" + shorten(s) + "\""
+}
+
+func shortErr(err error) string {
+	s := err.Error()
+	if len(s) > 200 {
+		s = s[:197] + "..."
+	}
+	return strings.ToValidUTF8(s, "?")
+}

@@ -1,0 +1,248 @@
+package risk
+
+import (
+	"fmt"
+	"path"
+	"strings"
+)
+
+type anchor uint8
+
+const (
+	anchorNone anchor = iota // relative: the workspace
+	anchorRoot               // /
+	anchorHome               // ~, $HOME, /home/NAME, /Users/NAME, /root
+)
+
+// pathPattern is a rules path: anchored at / or ~, or matching path
+// components anywhere.
+type pathPattern struct {
+	anchor anchor
+	comps  []string
+}
+
+func compilePaths(ps []string, where string) ([]pathPattern, error) {
+	out := make([]pathPattern, 0, len(ps))
+	for _, p := range ps {
+		if p == "" {
+			return nil, fmt.Errorf("%s: empty path", where)
+		}
+		pp := splitPath(p)
+		for _, c := range pp.comps {
+			if _, err := path.Match(c, ""); err != nil {
+				return nil, fmt.Errorf("%s: bad pattern %q", where, p)
+			}
+		}
+		if pp.anchor == anchorNone && len(pp.comps) == 0 {
+			return nil, fmt.Errorf("%s: pattern %q names no path", where, p)
+		}
+		out = append(out, pathPattern{pp.anchor, pp.comps})
+	}
+	return out, nil
+}
+
+// splitPath turns a path (as word text) into an anchor and cleaned
+// components; ".." that cannot be resolved stays.
+func splitPath(p string) pathPattern {
+	var a anchor
+	switch {
+	case strings.HasPrefix(p, "~"):
+		a = anchorHome
+		if i := strings.IndexByte(p, '/'); i >= 0 {
+			p = p[i+1:]
+		} else {
+			p = ""
+		}
+	case strings.HasPrefix(p, "/"):
+		a = anchorRoot
+		p = p[1:]
+	}
+	var comps []string
+	for p != "" {
+		var c string
+		if i := strings.IndexByte(p, '/'); i >= 0 {
+			c, p = p[:i], p[i+1:]
+		} else {
+			c, p = p, ""
+		}
+		switch c {
+		case "", ".":
+			continue
+		case "..":
+			if len(comps) > 0 && comps[len(comps)-1] != ".." {
+				comps = comps[:len(comps)-1]
+				continue
+			}
+			if a != anchorNone && len(comps) == 0 {
+				if a == anchorHome {
+					// ~/.. is outside home: the root of the tree.
+					a = anchorRoot
+				}
+				continue
+			}
+		}
+		comps = append(comps, c)
+	}
+	if a == anchorRoot && len(comps) > 0 {
+		switch comps[0] {
+		case "home", "Users":
+			if len(comps) >= 2 {
+				a, comps = anchorHome, comps[2:]
+			}
+		case "root":
+			a, comps = anchorHome, comps[1:]
+		}
+	}
+	return pathPattern{a, comps}
+}
+
+// matches reports whether path p is the pattern's path or lies inside it.
+func (pt *pathPattern) matches(p *pathPattern) bool {
+	n := len(pt.comps)
+	if pt.anchor != anchorNone {
+		if p.anchor != pt.anchor || len(p.comps) < n {
+			return false
+		}
+		return compsMatch(pt.comps, p.comps[:n])
+	}
+	for i := 0; i+n <= len(p.comps); i++ {
+		if compsMatch(pt.comps, p.comps[i:i+n]) {
+			return true
+		}
+	}
+	return false
+}
+
+func compsMatch(pat, comps []string) bool {
+	for i, pc := range pat {
+		if !compMatch(pc, comps[i]) {
+			return false
+		}
+	}
+	return true
+}
+
+// compMatch: the pattern component matches the path component; a path
+// component that is itself a glob matches when it could name the
+// pattern's literal (but, as in the shell, a glob not starting with a dot
+// does not match dotfiles).
+func compMatch(pc, c string) bool {
+	if pc == c {
+		return true
+	}
+	if ok, _ := path.Match(pc, c); ok {
+		return true
+	}
+	if strings.ContainsAny(c, "*?[") && !strings.ContainsAny(pc, "*?[") {
+		if strings.HasPrefix(pc, ".") && !strings.HasPrefix(c, ".") {
+			return false
+		}
+		if ok, _ := path.Match(c, pc); ok {
+			return true
+		}
+	}
+	return false
+}
+
+func anyMatch(ps []pathPattern, p *pathPattern) bool {
+	for i := range ps {
+		if ps[i].matches(p) {
+			return true
+		}
+	}
+	return false
+}
+
+// sensitive reports whether the path text names a secret.
+func (r *Rules) sensitive(text string) bool {
+	if text == "" || text == unknownMark {
+		return false
+	}
+	p := splitPath(text)
+	if len(p.comps) == 0 {
+		return false
+	}
+	if !anyMatch(r.sensPaths, &p) {
+		return false
+	}
+	last := pathPattern{anchorNone, p.comps[len(p.comps)-1:]}
+	return !anyMatch(r.notSens, &last)
+}
+
+// sensitiveArg checks an argument as a path, and the parts of it that may
+// be paths: the value after '=' (--file=x, if=x), after a leading '@'
+// (curl -d @x) and after a host ':' (scp host:x).
+func (r *Rules) sensitiveArg(t string) (string, bool) {
+	if r.sensitive(t) {
+		return t, true
+	}
+	if i := strings.IndexByte(t, '='); i >= 0 && r.sensitive(t[i+1:]) {
+		return t[i+1:], true
+	}
+	if strings.HasPrefix(t, "@") && r.sensitive(t[1:]) {
+		return t[1:], true
+	}
+	if i := strings.IndexByte(t, ':'); i > 0 && !strings.ContainsRune(t[:i], '/') && r.sensitive(t[i+1:]) {
+		return t[i+1:], true
+	}
+	return "", false
+}
+
+// writeReason says why a write to the path text is dangerous ("" if it
+// is not), and whether it is harmless (/dev/null).
+func (r *Rules) writeReason(text string) (reason string, harmless bool) {
+	if text == "" {
+		return "", false
+	}
+	p := splitPath(text)
+	if anyMatch(r.harmless, &p) {
+		return "", true
+	}
+	if r.sensitive(text) {
+		return "writes to a sensitive path (" + shorten(text) + ")", false
+	}
+	for _, g := range r.writeBad {
+		if anyMatch(g.paths, &p) {
+			return g.reason, false
+		}
+	}
+	return "", false
+}
+
+// deleteTarget classifies a target of a deleting command: 0 ordinary (in
+// the workspace), 1 broad (root, home, ., .., wildcard, unknown), 2 an
+// absolute path outside the workspace.
+func deleteTarget(w word) int {
+	if w.glob || strings.Contains(w.text, unknownMark) || w.text == "{}" {
+		return 1
+	}
+	if w.text == "" {
+		return 0
+	}
+	p := splitPath(w.text)
+	switch p.anchor {
+	case anchorRoot:
+		if len(p.comps) <= 1 {
+			return 1
+		}
+		return 2
+	case anchorHome:
+		if len(p.comps) == 0 {
+			return 1
+		}
+		return 2
+	}
+	if len(p.comps) == 0 || p.comps[0] == ".." {
+		return 1
+	}
+	return 0
+}
+
+// shorten keeps reasons readable when a path is huge or holds unknown parts.
+func shorten(s string) string {
+	s = strings.ReplaceAll(s, unknownMark, "$…")
+	if len(s) > 80 {
+		s = s[:77] + "..."
+	}
+	return strings.ToValidUTF8(s, "?")
+}

@@ -1,0 +1,352 @@
+package risk
+
+import (
+	"path"
+	"strings"
+
+	"github.com/signoff/signoff/bot"
+)
+
+// program applies a program rule (and its subcommand rules) to the
+// arguments after the program name.
+func (w *walker) program(name string, p *Program, args []word, cx ctx) {
+	if len(p.Subcommands) > 0 {
+		first, second := -1, -1
+		for i := 0; i < len(args); i++ {
+			t := args[i].text
+			if t == "--" {
+				break
+			}
+			if isOption(t) && args[i].static {
+				if eachOpt(t, p.withArg.takes, p.withArg.hasExact, func(opt) {}) {
+					i++
+				}
+				continue
+			}
+			if first < 0 {
+				first = i
+				continue
+			}
+			second = i
+			break
+		}
+		if first >= 0 {
+			if !args[first].static {
+				w.add(bot.Dangerous, name+" subcommand comes from a variable or substitution")
+				return
+			}
+			if sub := p.Subcommands[args[first].text]; sub != nil {
+				w.apply(name, p, args[:first], cx, false)
+				w.program(name+" "+args[first].text, sub, args[first+1:], cx)
+				return
+			}
+			// An option this file does not know may have taken the word
+			// we read as the subcommand; a riskier one just after wins.
+			if second >= 0 && args[second].static {
+				if sub := p.Subcommands[args[second].text]; sub != nil && rank(sub.Level) > rank(p.Level) {
+					w.apply(name, p, args[:second], cx, false)
+					w.program(name+" "+args[second].text, sub, args[second+1:], cx)
+					return
+				}
+			}
+		}
+	}
+	w.apply(name, p, args, cx, true)
+}
+
+// apply applies p's own level, flag, argument, delete and write rules.
+// With full false only the rules that raise the level are applied (the
+// program's options before a subcommand).
+func (w *walker) apply(name string, p *Program, args []word, cx ctx, full bool) {
+	type hit struct {
+		level  bot.Level
+		reason string
+	}
+	var raises []hit
+	base := p.Level
+	lower := func(l bot.Level) {
+		if rank(l) < rank(base) {
+			base = l
+		}
+	}
+	rule := func(l bot.Level, reason string) {
+		if rank(l) < rank(p.Level) {
+			lower(l)
+			return
+		}
+		raises = append(raises, hit{l, reason})
+	}
+	exact := func(t string) bool {
+		if p.withArg.hasExact(t) {
+			return true
+		}
+		for i := range p.Flags {
+			if p.Flags[i].set.hasExact(t) {
+				return true
+			}
+		}
+		return false
+	}
+	takes := func(o *opt) bool {
+		return p.withArg.takes(o) || (p.Writes != nil && p.Writes.set.takes(o))
+	}
+	delWhen := p.Deletes != nil && len(p.Deletes.When) == 0
+	var positionals []word
+	endOpts := false
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		t := a.text
+		if !endOpts && t == "--" {
+			endOpts = true
+			continue
+		}
+		if !endOpts && a.static && isOption(t) && t[0] == '-' {
+			next := eachOpt(t, takes, exact, func(o opt) {
+				value, hasValue := o.value, o.has
+				if !hasValue && i+1 < len(args) {
+					value, hasValue = args[i+1].text, true
+				}
+				for j := range p.Flags {
+					f := &p.Flags[j]
+					if !f.set.has(&o) {
+						continue
+					}
+					if len(f.Values) > 0 && (!hasValue || !globAny(f.Values, strings.ToLower(value))) {
+						continue
+					}
+					rule(f.Level, f.Reason)
+				}
+				if p.Deletes != nil && p.Deletes.set.has(&o) {
+					delWhen = true
+				}
+				if p.Writes != nil && p.Writes.set.has(&o) && hasValue {
+					w.write(word{text: value, static: true}, name+" "+o.name)
+				}
+			})
+			if next {
+				i++
+			}
+			continue
+		}
+		positionals = append(positionals, a)
+	}
+	for _, a := range positionals {
+		if !a.static {
+			continue
+		}
+		for j := range p.Args {
+			if globAny(p.Args[j].Match, a.text) {
+				rule(p.Args[j].Level, p.Args[j].Reason)
+			}
+		}
+	}
+	if full {
+		reason := p.Reason
+		if base != p.Level {
+			reason = ""
+		}
+		if reason == "" && base == bot.Caution {
+			reason = name + " may change files or state"
+		}
+		if reason == "" && base == bot.Dangerous {
+			reason = name + " is listed as dangerous"
+		}
+		w.add(base, reason)
+	}
+	for _, h := range raises {
+		w.add(h.level, reasonOr(h.reason, name+" with these options is dangerous"))
+	}
+	if full && p.Deletes != nil && delWhen {
+		d := p.Deletes
+		if len(positionals) == 0 && cx.inputArgs {
+			w.add(bot.Dangerous, d.Reason+" (paths read from input)")
+		}
+		for _, a := range positionals {
+			switch deleteTarget(a) {
+			case 1:
+				w.add(bot.Dangerous, d.Reason)
+			case 2:
+				w.add(bot.Dangerous, reasonOr(d.OutsideReason, d.Reason))
+			}
+		}
+	}
+	if full && p.Writes != nil {
+		switch {
+		case p.Writes.Args:
+			for _, a := range positionals {
+				w.write(a, name)
+			}
+		case p.Writes.Last && len(positionals) >= 2:
+			w.write(positionals[len(positionals)-1], name)
+		}
+	}
+}
+
+func globAny(patterns []string, s string) bool {
+	for _, p := range patterns {
+		if p == s {
+			return true
+		}
+		if ok, _ := path.Match(p, s); ok {
+			return true
+		}
+	}
+	return false
+}
+
+func (w *walker) sqlClient(prog string, c *SQLClient, args []word, stdin in, cx ctx) {
+	w.add(bot.Caution, "database client ("+prog+")")
+	exact := func(t string) bool { return c.withArg.hasExact(t) || c.code.hasExact(t) || c.file.hasExact(t) }
+	takes := func(o *opt) bool { return c.withArg.takes(o) || c.code.takes(o) || c.file.takes(o) }
+	var codes []word
+	positional := 0
+	endOpts := false
+	for i := 1; i < len(args); i++ {
+		a := args[i]
+		t := a.text
+		if !endOpts && t == "--" {
+			endOpts = true
+			continue
+		}
+		if !endOpts && isOption(t) {
+			var codeNext, fileNext bool
+			next := eachOpt(t, takes, exact, func(o opt) {
+				switch {
+				case c.code.has(&o):
+					if o.next {
+						codeNext = true
+					} else {
+						codes = append(codes, word{text: o.value, static: a.static})
+					}
+				case c.file.has(&o):
+					fileNext = true
+				}
+			})
+			if fileNext {
+				w.add(bot.Dangerous, "runs SQL from a file the classifier cannot see ("+prog+" -f)")
+			}
+			if next {
+				i++
+				if codeNext && i < len(args) {
+					codes = append(codes, args[i])
+				}
+			}
+			continue
+		}
+		positional++
+		if c.CodeArg > 0 && positional == c.CodeArg {
+			codes = append(codes, a)
+		}
+	}
+	if len(codes) > 0 {
+		for _, code := range codes {
+			if !code.static {
+				w.add(bot.Dangerous, "runs SQL from a variable or substitution ("+prog+")")
+				continue
+			}
+			w.sql(prog, code.text)
+		}
+		return
+	}
+	switch stdin.kind {
+	case inLiteral:
+		w.sql(prog, stdin.text)
+	case inFile:
+		w.add(bot.Dangerous, "runs SQL from a file the classifier cannot see ("+shorten(prog+" < "+stdin.what)+")")
+	case inPipe:
+		w.add(bot.Dangerous, "pipes SQL the classifier cannot see into "+prog)
+	}
+}
+
+// sql judges SQL text: destructive statements, DELETE/UPDATE without
+// WHERE, and client escapes that run commands or write files.
+func (w *walker) sql(prog, text string) {
+	s := stripSQL(text)
+	for _, k := range w.r.sqlWords {
+		if strings.Contains(s, k.key) {
+			w.add(bot.Dangerous, k.reason)
+		}
+	}
+	for len(s) > 0 {
+		var stmt string
+		if i := strings.IndexByte(s, ';'); i >= 0 {
+			stmt, s = s[:i], s[i+1:]
+		} else {
+			stmt, s = s, ""
+		}
+		f := strings.Fields(stmt)
+		if len(f) == 0 {
+			continue
+		}
+		for _, k := range w.r.sqlDestr {
+			if f[0] == k.key {
+				w.add(bot.Dangerous, k.reason)
+			}
+		}
+		verbs := f[:1]
+		if f[0] == "WITH" {
+			verbs = f
+		}
+		for _, k := range w.r.sqlWhere {
+			if !containsWord(verbs, k.key) {
+				continue
+			}
+			if !containsWord(f, "WHERE") {
+				w.add(bot.Dangerous, k.reason)
+			}
+		}
+	}
+}
+
+func containsWord(f []string, k string) bool {
+	for _, x := range f {
+		if x == k || strings.TrimLeft(x, "(") == k {
+			return true
+		}
+	}
+	return false
+}
+
+// stripSQL upper-cases SQL and blanks out comments and string literals,
+// so that words inside them are not taken for statements.
+func stripSQL(s string) string {
+	var b strings.Builder
+	b.Grow(len(s))
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch {
+		case c == '-' && i+1 < len(s) && s[i+1] == '-':
+			for i < len(s) && s[i] != '\n' {
+				i++
+			}
+			b.WriteByte(' ')
+		case c == '/' && i+1 < len(s) && s[i+1] == '*':
+			j := strings.Index(s[i+2:], "*/")
+			if j < 0 {
+				i = len(s)
+			} else {
+				i += j + 3
+			}
+			b.WriteByte(' ')
+		case c == '\'':
+			i++
+			for i < len(s) {
+				if s[i] == '\'' {
+					if i+1 < len(s) && s[i+1] == '\'' {
+						i += 2
+						continue
+					}
+					break
+				}
+				i++
+			}
+			b.WriteString("''")
+		default:
+			if c >= 'a' && c <= 'z' {
+				c -= 'a' - 'A'
+			}
+			b.WriteByte(c)
+		}
+	}
+	return b.String()
+}

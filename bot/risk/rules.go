@@ -1,0 +1,530 @@
+package risk
+
+import (
+	"fmt"
+	"os"
+	"path"
+	"sort"
+	"strings"
+
+	"github.com/goccy/go-yaml"
+
+	"github.com/signoff/signoff/bot"
+)
+
+// Rules is a parsed and checked risk rules file (configs/rules/risk.yaml is
+// the default and documents the format). Get one from ParseRules or
+// LoadRules; it is read-only afterwards and safe for concurrent use.
+type Rules struct {
+	Unknown         Program                 `yaml:"unknown"`
+	MaxDepth        int                     `yaml:"max_depth"`
+	MaxCommandBytes int                     `yaml:"max_command_bytes"`
+	Safe            []string                `yaml:"safe"`
+	Caution         []string                `yaml:"caution"`
+	Dangerous       map[string]string       `yaml:"dangerous"`
+	Programs        map[string]*Program     `yaml:"programs"`
+	Wrappers        map[string]*Wrapper     `yaml:"wrappers"`
+	Shells          Shells                  `yaml:"shells"`
+	Interpreters    map[string]*Interpreter `yaml:"interpreters"`
+	DangerousCode   []string                `yaml:"dangerous_code"`
+	SQL             SQLRules                `yaml:"sql"`
+	Paths           PathRules               `yaml:"paths"`
+	Env             EnvRules                `yaml:"env"`
+	Tools           map[string]*Tool        `yaml:"tools"`
+
+	names     map[string]entry
+	globNames []globEntry
+	shellOpts optSet
+	sensPaths []pathPattern
+	notSens   []pathPattern
+	harmless  []pathPattern
+	scratch   []pathPattern
+	writeBad  []writeGroup
+	bins      map[string]bool
+	envBad    map[string]bool
+	sqlDestr  []keyReason
+	sqlWhere  []keyReason
+	sqlWords  []keyReason
+	sensWords []string // literal sensitive names, looked for in inline code
+}
+
+// Program is the rule for one program or subcommand. In YAML a bare level
+// ("status: safe") is short for {level: safe}.
+type Program struct {
+	Level          bot.Level           `yaml:"level"`
+	Reason         string              `yaml:"reason"`
+	OptionsWithArg []string            `yaml:"options_with_arg"`
+	Subcommands    map[string]*Program `yaml:"subcommands"`
+	Flags          []FlagRule          `yaml:"flags"`
+	Args           []ArgRule           `yaml:"args"`
+	Deletes        *DeleteRule         `yaml:"deletes"`
+	Writes         *WriteRule          `yaml:"writes"`
+
+	withArg optSet
+}
+
+// UnmarshalYAML accepts a bare level as well as a mapping.
+func (p *Program) UnmarshalYAML(unmarshal func(any) error) error {
+	var s string
+	if err := unmarshal(&s); err == nil {
+		p.Level = bot.Level(s)
+		return nil
+	}
+	type plain Program
+	return unmarshal((*plain)(p))
+}
+
+// FlagRule raises (or, with a lower level, lowers) a command's level when
+// one of Match is given; with Values, only when the flag's value matches
+// one of those globs (case-insensitive).
+type FlagRule struct {
+	Match  []string  `yaml:"match"`
+	Values []string  `yaml:"values"`
+	Level  bot.Level `yaml:"level"`
+	Reason string    `yaml:"reason"`
+
+	set optSet
+}
+
+// ArgRule sets a level when a non-flag argument matches one of Match (globs).
+type ArgRule struct {
+	Match  []string  `yaml:"match"`
+	Level  bot.Level `yaml:"level"`
+	Reason string    `yaml:"reason"`
+}
+
+// DeleteRule checks the targets of a deleting command.
+type DeleteRule struct {
+	When          []string `yaml:"when"`
+	Reason        string   `yaml:"reason"`
+	OutsideReason string   `yaml:"outside_reason"`
+
+	set optSet
+}
+
+// WriteRule names the files a command writes.
+type WriteRule struct {
+	Args  bool     `yaml:"args"`
+	Last  bool     `yaml:"last"`
+	Flags []string `yaml:"flags"`
+
+	set optSet
+}
+
+// Wrapper is a program that runs another command.
+type Wrapper struct {
+	Level          bot.Level `yaml:"level"`
+	Reason         string    `yaml:"reason"`
+	OptionsWithArg []string  `yaml:"options_with_arg"`
+	Skip           int       `yaml:"skip"`
+	Assignments    bool      `yaml:"assignments"`
+	Joins          bool      `yaml:"joins"`
+	CodeFlags      []string  `yaml:"code_flags"`
+	QueryFlags     []string  `yaml:"query_flags"`
+	InputArgs      bool      `yaml:"input_args"`
+	NoCommand      bool      `yaml:"no_command"`
+	Default        []string  `yaml:"default"`
+
+	withArg optSet
+	code    optSet
+	query   optSet
+}
+
+// Shells lists the shells whose code is parsed again.
+type Shells struct {
+	Names          []string `yaml:"names"`
+	OptionsWithArg []string `yaml:"options_with_arg"`
+}
+
+// Interpreter is a language runtime that may be given inline code.
+type Interpreter struct {
+	CodeFlags       []string  `yaml:"code_flags"`
+	OptionsWithArg  []string  `yaml:"options_with_arg"`
+	ModuleFlags     []string  `yaml:"module_flags"`
+	InfoFlags       []string  `yaml:"info_flags"`
+	FileFlags       []string  `yaml:"file_flags"`
+	CodeFirst       bool      `yaml:"code_first"`
+	CodeSubcommands []string  `yaml:"code_subcommands"`
+	Harmless        bot.Level `yaml:"harmless"`
+	DangerousCode   []string  `yaml:"dangerous_code"`
+
+	withArg, code, module, info, file optSet
+}
+
+// SQLRules says which SQL clients are read and which statements are dangerous.
+type SQLRules struct {
+	Clients        map[string]*SQLClient `yaml:"clients"`
+	Destructive    map[string]string     `yaml:"destructive"`
+	NeedWhere      map[string]string     `yaml:"need_where"`
+	DangerousWords map[string]string     `yaml:"dangerous_words"`
+}
+
+// SQLClient is a database shell whose statements are checked.
+type SQLClient struct {
+	CodeFlags      []string `yaml:"code_flags"`
+	FileFlags      []string `yaml:"file_flags"`
+	OptionsWithArg []string `yaml:"options_with_arg"`
+	CodeArg        int      `yaml:"code_arg"`
+
+	withArg, code, file optSet
+}
+
+// PathRules are the paths that matter.
+type PathRules struct {
+	SystemBins   []string   `yaml:"system_bins"`
+	Sensitive    []string   `yaml:"sensitive"`
+	NotSensitive []string   `yaml:"not_sensitive"`
+	Writes       WriteRules `yaml:"writes"`
+}
+
+// WriteRules classify where a write goes.
+type WriteRules struct {
+	Harmless  []string     `yaml:"harmless"`
+	Scratch   []string     `yaml:"scratch"`
+	Dangerous []WriteGroup `yaml:"dangerous"`
+}
+
+// WriteGroup is a set of paths whose writes are dangerous for one reason.
+type WriteGroup struct {
+	Reason string   `yaml:"reason"`
+	Paths  []string `yaml:"paths"`
+}
+
+// EnvRules lists variables whose setting is dangerous.
+type EnvRules struct {
+	Dangerous []string `yaml:"dangerous"`
+}
+
+// Tool is the rule for an agent tool call.
+type Tool struct {
+	Command  string    `yaml:"command"`
+	Reads    string    `yaml:"reads"`
+	Writes   string    `yaml:"writes"`
+	Also     []string  `yaml:"also"`
+	Optional bool      `yaml:"optional"`
+	Level    bot.Level `yaml:"level"`
+	Reason   string    `yaml:"reason"`
+}
+
+type kind uint8
+
+const (
+	kProgram kind = iota + 1
+	kWrapper
+	kShell
+	kInterp
+	kSQL
+	kDangerous
+	kSafe
+	kCaution
+)
+
+type entry struct {
+	kind    kind
+	prog    *Program
+	wrap    *Wrapper
+	interp  *Interpreter
+	sql     *SQLClient
+	reason  string
+	section string
+}
+
+type globEntry struct {
+	pattern string
+	entry
+}
+
+type writeGroup struct {
+	reason string
+	paths  []pathPattern
+}
+
+type keyReason struct{ key, reason string }
+
+// LoadRules reads and checks a rules file.
+func LoadRules(file string) (*Rules, error) {
+	b, err := os.ReadFile(file)
+	if err != nil {
+		return nil, fmt.Errorf("load risk rules: %w", err)
+	}
+	r, err := ParseRules(b)
+	if err != nil {
+		return nil, fmt.Errorf("load risk rules %s: %w", file, err)
+	}
+	return r, nil
+}
+
+// ParseRules parses and checks rules in the risk.yaml format. Unknown
+// fields, unknown levels and a program named in two sections are errors.
+func ParseRules(data []byte) (*Rules, error) {
+	var r Rules
+	if err := yaml.UnmarshalWithOptions(data, &r, yaml.Strict()); err != nil {
+		return nil, fmt.Errorf("parse: %w", err)
+	}
+	if err := r.compile(); err != nil {
+		return nil, err
+	}
+	return &r, nil
+}
+
+func checkLevel(l bot.Level, where string, allowEmpty bool) error {
+	switch l {
+	case bot.Safe, bot.Caution, bot.Dangerous:
+		return nil
+	case "":
+		if allowEmpty {
+			return nil
+		}
+	}
+	return fmt.Errorf("%s: level %q is not safe, caution or dangerous", where, l)
+}
+
+func (r *Rules) compile() error {
+	if r.MaxDepth <= 0 {
+		r.MaxDepth = 8
+	}
+	if r.MaxCommandBytes <= 0 {
+		r.MaxCommandBytes = 256 << 10
+	}
+	if r.Unknown.Level == "" {
+		r.Unknown.Level = bot.Caution
+	}
+	if err := r.Unknown.compile("unknown"); err != nil {
+		return err
+	}
+	r.names = map[string]entry{}
+	add := func(name string, e entry) error {
+		if name == "" {
+			return fmt.Errorf("%s: empty program name", e.section)
+		}
+		if prev, ok := r.names[name]; ok {
+			return fmt.Errorf("program %q is named in both %s and %s", name, prev.section, e.section)
+		}
+		for _, g := range r.globNames {
+			if g.pattern == name {
+				return fmt.Errorf("program %q is named in both %s and %s", name, g.section, e.section)
+			}
+		}
+		if strings.ContainsAny(name, "*?") {
+			if _, err := path.Match(name, ""); err != nil {
+				return fmt.Errorf("%s: bad pattern %q", e.section, name)
+			}
+			r.globNames = append(r.globNames, globEntry{name, e})
+			return nil
+		}
+		r.names[name] = e
+		return nil
+	}
+	for _, n := range sortedKeys(r.Programs) {
+		p := r.Programs[n]
+		if p == nil {
+			return fmt.Errorf("programs.%s: empty rule", n)
+		}
+		if err := p.compile("programs." + n); err != nil {
+			return err
+		}
+		if err := add(n, entry{kind: kProgram, prog: p, section: "programs"}); err != nil {
+			return err
+		}
+	}
+	for _, n := range sortedKeys(r.Wrappers) {
+		w := r.Wrappers[n]
+		if w == nil {
+			w = &Wrapper{}
+			r.Wrappers[n] = w
+		}
+		if err := checkLevel(w.Level, "wrappers."+n, true); err != nil {
+			return err
+		}
+		w.withArg = newOptSet(w.OptionsWithArg)
+		w.code = newOptSet(w.CodeFlags)
+		w.query = newOptSet(w.QueryFlags)
+		if err := add(n, entry{kind: kWrapper, wrap: w, section: "wrappers"}); err != nil {
+			return err
+		}
+	}
+	for _, n := range r.Shells.Names {
+		if err := add(n, entry{kind: kShell, section: "shells"}); err != nil {
+			return err
+		}
+	}
+	r.shellOpts = newOptSet(r.Shells.OptionsWithArg)
+	for _, n := range sortedKeys(r.Interpreters) {
+		ip := r.Interpreters[n]
+		if ip == nil {
+			ip = &Interpreter{}
+			r.Interpreters[n] = ip
+		}
+		if err := checkLevel(ip.Harmless, "interpreters."+n+".harmless", true); err != nil {
+			return err
+		}
+		ip.withArg = newOptSet(ip.OptionsWithArg)
+		ip.code = newOptSet(ip.CodeFlags)
+		ip.module = newOptSet(ip.ModuleFlags)
+		ip.info = newOptSet(ip.InfoFlags)
+		ip.file = newOptSet(ip.FileFlags)
+		if err := add(n, entry{kind: kInterp, interp: ip, section: "interpreters"}); err != nil {
+			return err
+		}
+	}
+	for _, n := range sortedKeys(r.SQL.Clients) {
+		c := r.SQL.Clients[n]
+		if c == nil {
+			c = &SQLClient{}
+			r.SQL.Clients[n] = c
+		}
+		c.withArg = newOptSet(c.OptionsWithArg)
+		c.code = newOptSet(c.CodeFlags)
+		c.file = newOptSet(c.FileFlags)
+		if err := add(n, entry{kind: kSQL, sql: c, section: "sql.clients"}); err != nil {
+			return err
+		}
+	}
+	for _, n := range sortedKeys(r.Dangerous) {
+		if err := add(n, entry{kind: kDangerous, reason: r.Dangerous[n], section: "dangerous"}); err != nil {
+			return err
+		}
+	}
+	for _, n := range r.Safe {
+		if err := add(n, entry{kind: kSafe, section: "safe"}); err != nil {
+			return err
+		}
+	}
+	for _, n := range r.Caution {
+		if err := add(n, entry{kind: kCaution, section: "caution"}); err != nil {
+			return err
+		}
+	}
+
+	var err error
+	if r.sensPaths, err = compilePaths(r.Paths.Sensitive, "paths.sensitive"); err != nil {
+		return err
+	}
+	if r.notSens, err = compilePaths(r.Paths.NotSensitive, "paths.not_sensitive"); err != nil {
+		return err
+	}
+	if r.harmless, err = compilePaths(r.Paths.Writes.Harmless, "paths.writes.harmless"); err != nil {
+		return err
+	}
+	if r.scratch, err = compilePaths(r.Paths.Writes.Scratch, "paths.writes.scratch"); err != nil {
+		return err
+	}
+	for i, g := range r.Paths.Writes.Dangerous {
+		if g.Reason == "" {
+			return fmt.Errorf("paths.writes.dangerous[%d]: no reason", i)
+		}
+		ps, err := compilePaths(g.Paths, "paths.writes.dangerous")
+		if err != nil {
+			return err
+		}
+		r.writeBad = append(r.writeBad, writeGroup{g.Reason, ps})
+	}
+	for _, p := range r.sensPaths {
+		if p.anchor == anchorNone && len(p.comps) == 1 && !strings.ContainsAny(p.comps[0], "*?[") {
+			r.sensWords = append(r.sensWords, p.comps[0])
+		}
+	}
+	r.bins = map[string]bool{}
+	for _, b := range r.Paths.SystemBins {
+		r.bins[strings.TrimSuffix(b, "/")] = true
+	}
+	r.envBad = map[string]bool{}
+	for _, v := range r.Env.Dangerous {
+		r.envBad[v] = true
+	}
+	r.sqlDestr = upperKeys(r.SQL.Destructive)
+	r.sqlWhere = upperKeys(r.SQL.NeedWhere)
+	r.sqlWords = upperKeys(r.SQL.DangerousWords)
+	for _, n := range sortedKeys(r.Tools) {
+		t := r.Tools[n]
+		if t == nil {
+			return fmt.Errorf("tools.%s: empty rule", n)
+		}
+		if err := checkLevel(t.Level, "tools."+n, true); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (p *Program) compile(where string) error {
+	if p.Level == "" {
+		p.Level = bot.Caution
+	}
+	if err := checkLevel(p.Level, where, false); err != nil {
+		return err
+	}
+	p.withArg = newOptSet(p.OptionsWithArg)
+	for i := range p.Flags {
+		f := &p.Flags[i]
+		if err := checkLevel(f.Level, fmt.Sprintf("%s.flags[%d]", where, i), false); err != nil {
+			return err
+		}
+		if len(f.Match) == 0 {
+			return fmt.Errorf("%s.flags[%d]: no match", where, i)
+		}
+		f.set = newOptSet(f.Match)
+		for j, v := range f.Values {
+			f.Values[j] = strings.ToLower(v)
+		}
+	}
+	for i, a := range p.Args {
+		if err := checkLevel(a.Level, fmt.Sprintf("%s.args[%d]", where, i), false); err != nil {
+			return err
+		}
+		for _, m := range a.Match {
+			if _, err := path.Match(m, ""); err != nil {
+				return fmt.Errorf("%s.args[%d]: bad pattern %q", where, i, m)
+			}
+		}
+	}
+	if p.Deletes != nil {
+		if p.Deletes.Reason == "" {
+			return fmt.Errorf("%s.deletes: no reason", where)
+		}
+		p.Deletes.set = newOptSet(p.Deletes.When)
+	}
+	if p.Writes != nil {
+		p.Writes.set = newOptSet(p.Writes.Flags)
+	}
+	for _, n := range sortedKeys(p.Subcommands) {
+		s := p.Subcommands[n]
+		if s == nil {
+			return fmt.Errorf("%s.subcommands.%s: empty rule", where, n)
+		}
+		if err := s.compile(where + "." + n); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	ks := make([]string, 0, len(m))
+	for k := range m {
+		ks = append(ks, k)
+	}
+	sort.Strings(ks)
+	return ks
+}
+
+func upperKeys(m map[string]string) []keyReason {
+	out := make([]keyReason, 0, len(m))
+	for _, k := range sortedKeys(m) {
+		out = append(out, keyReason{strings.ToUpper(k), m[k]})
+	}
+	return out
+}
+
+// lookup finds the rule for a program name.
+func (r *Rules) lookup(name string) (entry, bool) {
+	if e, ok := r.names[name]; ok {
+		return e, true
+	}
+	for _, g := range r.globNames {
+		if ok, _ := path.Match(g.pattern, name); ok {
+			return g.entry, true
+		}
+	}
+	return entry{}, false
+}

@@ -1,0 +1,835 @@
+package risk
+
+import (
+	"fmt"
+	"path"
+	"strings"
+	"sync"
+
+	"mvdan.cc/sh/v3/syntax"
+
+	"github.com/signoff/signoff/bot"
+)
+
+var parsers = sync.Pool{New: func() any {
+	return syntax.NewParser(syntax.Variant(syntax.LangBash), syntax.KeepComments(false))
+}}
+
+// walker walks one command and everything it would run.
+type walker struct {
+	r *Rules
+	verdict
+	funcs map[string]bool
+}
+
+// in is what a command reads on standard input.
+type in struct {
+	kind  inKind
+	text  string   // inLiteral: the text
+	from  []string // inPipe: the programs writing into the pipe
+	what  string   // inFile: the file
+}
+
+type inKind uint8
+
+const (
+	inNone    inKind = iota
+	inLiteral        // a here-document, here-string or echo of literals
+	inFile           // < file
+	inPipe           // another command's output, or anything unseen
+)
+
+// ctx is what a command inherits from what runs it.
+type ctx struct {
+	depth     int
+	inputArgs bool // more arguments come from input (xargs, find -exec {})
+}
+
+func (w *walker) shell(src string, depth int) {
+	if depth > w.r.MaxDepth {
+		w.add(bot.Dangerous, fmt.Sprintf("shell code nested more than %d levels deep", w.r.MaxDepth))
+		return
+	}
+	p := parsers.Get().(*syntax.Parser)
+	f, err := p.Parse(strings.NewReader(src), "")
+	parsers.Put(p)
+	if err != nil {
+		w.add(bot.Dangerous, "does not parse as a shell command: "+shortErr(err))
+		return
+	}
+	for _, s := range f.Stmts {
+		w.stmt(src, s, in{}, ctx{depth: depth})
+	}
+}
+
+func (w *walker) stmt(src string, s *syntax.Stmt, stdin in, cx ctx) {
+	if s == nil {
+		return
+	}
+	for _, r := range s.Redirs {
+		w.redirect(src, r, &stdin, cx)
+	}
+	switch c := s.Cmd.(type) {
+	case nil:
+	case *syntax.CallExpr:
+		w.call(src, c, stdin, cx)
+	case *syntax.BinaryCmd:
+		if c.Op == syntax.Pipe || c.Op == syntax.PipeAll {
+			w.stmt(src, c.X, stdin, cx)
+			w.stmt(src, c.Y, pipeFrom(src, c.X), cx)
+			return
+		}
+		w.stmt(src, c.X, stdin, cx)
+		w.stmt(src, c.Y, stdin, cx)
+	case *syntax.Subshell:
+		for _, st := range c.Stmts {
+			w.stmt(src, st, stdin, cx)
+		}
+	case *syntax.Block:
+		for _, st := range c.Stmts {
+			w.stmt(src, st, stdin, cx)
+		}
+	case *syntax.TimeClause:
+		w.stmt(src, c.Stmt, stdin, cx)
+	case *syntax.FuncDecl:
+		w.funcDecl(src, c, cx)
+	case *syntax.DeclClause:
+		for _, a := range c.Args {
+			w.assign(src, a, cx)
+		}
+	default:
+		w.nested(src, c, cx)
+	}
+}
+
+// nested walks any node for the statements and substitutions inside it.
+func (w *walker) nested(src string, n syntax.Node, cx ctx) {
+	syntax.Walk(n, func(n syntax.Node) bool {
+		switch x := n.(type) {
+		case *syntax.Stmt:
+			w.stmt(src, x, in{}, cx)
+			return false
+		case *syntax.CmdSubst:
+			for _, st := range x.Stmts {
+				w.stmt(src, st, in{}, cx)
+			}
+			return false
+		case *syntax.ProcSubst:
+			for _, st := range x.Stmts {
+				w.stmt(src, st, in{}, cx)
+			}
+			return false
+		case *syntax.Assign:
+			w.assign(src, x, cx)
+			return false
+		}
+		return true
+	})
+}
+
+func (w *walker) words(src string, ws []*syntax.Word, cx ctx) {
+	for _, x := range ws {
+		if hasSubst(x) {
+			w.nested(src, x, cx)
+		}
+	}
+}
+
+func (w *walker) assign(src string, a *syntax.Assign, cx ctx) {
+	if a == nil {
+		return
+	}
+	if a.Name != nil && w.r.envBad[a.Name.Value] && !a.Naked {
+		w.add(bot.Dangerous, "sets "+a.Name.Value+", which changes what commands run or load")
+	}
+	if a.Value != nil && hasSubst(a.Value) {
+		w.nested(src, a.Value, cx)
+	}
+	if a.Array != nil || a.Index != nil {
+		syntax.Walk(a, func(n syntax.Node) bool {
+			switch x := n.(type) {
+			case *syntax.CmdSubst:
+				for _, st := range x.Stmts {
+					w.stmt(src, st, in{}, cx)
+				}
+				return false
+			case *syntax.ProcSubst:
+				for _, st := range x.Stmts {
+					w.stmt(src, st, in{}, cx)
+				}
+				return false
+			}
+			return true
+		})
+	}
+}
+
+func (w *walker) redirect(src string, r *syntax.Redirect, stdin *in, cx ctx) {
+	if r.Word != nil && hasSubst(r.Word) {
+		w.nested(src, r.Word, cx)
+	}
+	if r.Hdoc != nil && hasSubst(r.Hdoc) {
+		w.nested(src, r.Hdoc, cx)
+	}
+	tw := viewWord(r.Word)
+	switch r.Op {
+	case syntax.RdrOut, syntax.AppOut, syntax.RdrClob, syntax.AppClob, syntax.RdrAll, syntax.RdrAllClob,
+		syntax.AppAll, syntax.AppAllClob, syntax.RdrInOut:
+		w.write(tw, "redirection")
+		if r.Op == syntax.RdrInOut {
+			w.read(tw)
+		}
+	case syntax.DplOut, syntax.DplIn:
+		if !isFD(tw.text) {
+			w.write(tw, "redirection")
+		}
+	case syntax.RdrIn:
+		w.read(tw)
+		*stdin = in{kind: inFile, what: tw.text}
+	case syntax.Hdoc, syntax.DashHdoc:
+		*stdin = in{kind: inLiteral, text: sourceOf(src, r.Hdoc)}
+	case syntax.WordHdoc:
+		if tw.static {
+			*stdin = in{kind: inLiteral, text: tw.text}
+		} else {
+			*stdin = in{kind: inPipe}
+		}
+		w.read(tw)
+	}
+}
+
+func isFD(t string) bool {
+	if t == "-" || t == "" {
+		return true
+	}
+	t = strings.TrimSuffix(t, "-")
+	for i := 0; i < len(t); i++ {
+		if t[i] < '0' || t[i] > '9' {
+			return false
+		}
+	}
+	return true
+}
+
+// sourceOf returns a node's source text, as written.
+func sourceOf(src string, n syntax.Node) string {
+	if n == nil {
+		return ""
+	}
+	a, b := n.Pos(), n.End()
+	if !a.IsValid() || !b.IsValid() {
+		return ""
+	}
+	i, j := int(a.Offset()), int(b.Offset())
+	if i < 0 || j > len(src) || i > j {
+		return ""
+	}
+	return src[i:j]
+}
+
+// pipeFrom describes what a pipeline's left side writes into the pipe:
+// literal text for echo/printf of literals and cat of a here-document,
+// otherwise unseen output of the programs named.
+func pipeFrom(src string, s *syntax.Stmt) in {
+	if s == nil {
+		return in{kind: inPipe}
+	}
+	if ce, ok := s.Cmd.(*syntax.CallExpr); ok && len(ce.Args) > 0 {
+		name := viewWord(ce.Args[0])
+		if name.static && (name.text == "echo" || name.text == "printf") && len(s.Redirs) == 0 {
+			var b strings.Builder
+			lit := true
+			for i, a := range ce.Args[1:] {
+				v := viewWord(a)
+				if !v.static || v.glob {
+					lit = false
+					break
+				}
+				if name.text == "echo" && i == 0 && isOption(v.text) && len(v.text) <= 3 {
+					continue // echo -n / -e
+				}
+				if b.Len() > 0 {
+					b.WriteByte(' ')
+				}
+				b.WriteString(v.text)
+			}
+			if lit {
+				return in{kind: inLiteral, text: b.String()}
+			}
+		}
+		if name.static && name.text == "cat" && len(ce.Args) == 1 {
+			for _, r := range s.Redirs {
+				switch r.Op {
+				case syntax.Hdoc, syntax.DashHdoc:
+					return in{kind: inLiteral, text: sourceOf(src, r.Hdoc)}
+				case syntax.WordHdoc:
+					if v := viewWord(r.Word); v.static {
+						return in{kind: inLiteral, text: v.text}
+					}
+				}
+			}
+		}
+	}
+	return in{kind: inPipe, from: programsIn(s)}
+}
+
+// programsIn lists the static program names in a statement, for reasons.
+func programsIn(s *syntax.Stmt) []string {
+	var out []string
+	syntax.Walk(s, func(n syntax.Node) bool {
+		if ce, ok := n.(*syntax.CallExpr); ok && len(ce.Args) > 0 {
+			v := viewWord(ce.Args[0])
+			if v.static && len(out) < 16 {
+				out = append(out, path.Base(v.text))
+			}
+		}
+		return true
+	})
+	return out
+}
+
+func (w *walker) funcDecl(src string, f *syntax.FuncDecl, cx ctx) {
+	names := f.Names
+	if f.Name != nil {
+		names = append([]*syntax.Lit{f.Name}, names...)
+	}
+	if w.funcs == nil {
+		w.funcs = map[string]bool{}
+	}
+	for _, n := range names {
+		if n == nil {
+			continue
+		}
+		w.funcs[n.Value] = true
+		recursive := false
+		syntax.Walk(f.Body, func(x syntax.Node) bool {
+			if ce, ok := x.(*syntax.CallExpr); ok && len(ce.Args) > 0 {
+				if v := viewWord(ce.Args[0]); v.text == n.Value {
+					recursive = true
+				}
+			}
+			return !recursive
+		})
+		if recursive {
+			w.add(bot.Dangerous, "defines a function that calls itself (fork bomb pattern)")
+		}
+	}
+	w.stmt(src, f.Body, in{}, cx)
+}
+
+func (w *walker) call(src string, c *syntax.CallExpr, stdin in, cx ctx) {
+	for _, a := range c.Assigns {
+		w.assign(src, a, cx)
+	}
+	w.words(src, c.Args, cx)
+	if len(c.Args) == 0 {
+		return
+	}
+	args := make([]word, len(c.Args))
+	for i, a := range c.Args {
+		args[i] = viewWord(a)
+	}
+	w.command(args, stdin, cx)
+}
+
+// read checks a word that is read as a file.
+func (w *walker) read(t word) {
+	if p, ok := w.r.sensitiveArg(t.text); ok {
+		w.add(bot.Dangerous, "touches a sensitive path ("+shorten(p)+")")
+	}
+}
+
+// write checks a word that is written as a file.
+func (w *walker) write(t word, how string) {
+	reason, harmless := w.r.writeReason(t.text)
+	switch {
+	case harmless:
+	case reason != "":
+		w.add(bot.Dangerous, reason)
+	default:
+		w.add(bot.Caution, "writes a file ("+how+")")
+	}
+}
+
+// command classifies one simple command, given as words.
+func (w *walker) command(args []word, stdin in, cx ctx) {
+	if len(args) == 0 {
+		return
+	}
+	name := args[0]
+	if !name.static {
+		w.add(bot.Dangerous, "command name comes from a variable or substitution")
+		return
+	}
+	if name.glob {
+		w.add(bot.Dangerous, "command name is a wildcard or brace pattern")
+		return
+	}
+	prog := name.text
+	if prog == "" {
+		w.add(bot.Caution, "empty command name")
+		return
+	}
+	if strings.Contains(prog, "/") {
+		dir := strings.TrimSuffix(path.Dir(prog), "/")
+		if !w.r.bins[dir] {
+			w.add(bot.Dangerous, "runs a script or program by path ("+shorten(prog)+"); the classifier cannot see inside")
+			return
+		}
+		prog = path.Base(prog)
+	}
+	for _, a := range args[1:] {
+		if !isOption(a.text) || strings.ContainsAny(a.text, "=/~") {
+			w.read(a)
+		}
+	}
+	if w.funcs[prog] {
+		return // its body was classified where it was defined
+	}
+	switch prog {
+	case "find":
+		w.find(args, cx)
+		return
+	case "trap":
+		if len(args) > 1 {
+			w.code(args[1], cx, "trap")
+		}
+		return
+	case "alias":
+		w.add(bot.Caution, "defines an alias")
+		for _, a := range args[1:] {
+			if i := strings.IndexByte(a.text, '='); i > 0 {
+				w.code(word{text: a.text[i+1:], static: a.static}, cx, "alias")
+			}
+		}
+		return
+	}
+	e, ok := w.r.lookup(prog)
+	if !ok {
+		w.add(w.r.Unknown.Level, reasonOr(w.r.Unknown.Reason, "unknown program")+" ("+shorten(prog)+")")
+		return
+	}
+	switch e.kind {
+	case kWrapper:
+		w.wrapper(prog, e.wrap, args, stdin, cx)
+	case kShell:
+		w.shellProgram(prog, args, stdin, cx)
+	case kInterp:
+		w.interpreter(prog, e.interp, args, stdin, cx)
+	case kSQL:
+		w.sqlClient(prog, e.sql, args, stdin, cx)
+	case kProgram:
+		w.program(prog, e.prog, args[1:], cx)
+	case kDangerous:
+		w.add(bot.Dangerous, reasonOr(e.reason, prog+" is listed as dangerous"))
+	case kCaution:
+		w.add(bot.Caution, prog+" may change files or state")
+	case kSafe:
+	}
+}
+
+func reasonOr(r, def string) string {
+	if r != "" {
+		return r
+	}
+	return def
+}
+
+// code classifies a word that a shell will run as code.
+func (w *walker) code(t word, cx ctx, what string) {
+	if !t.static {
+		w.add(bot.Dangerous, "runs shell code from a variable or substitution ("+what+")")
+		return
+	}
+	w.shell(t.text, cx.depth+1)
+}
+
+func (w *walker) wrapper(prog string, wr *Wrapper, args []word, stdin in, cx ctx) {
+	if wr.Level != "" {
+		w.add(wr.Level, reasonOr(wr.Reason, prog+" wraps another command"))
+	}
+	rest := args[1:]
+	i := 0
+	exact := func(t string) bool { return wr.withArg.hasExact(t) || wr.code.hasExact(t) || wr.query.hasExact(t) }
+	takes := func(o *opt) bool { return wr.withArg.takes(o) || wr.code.takes(o) }
+	for i < len(rest) {
+		a := rest[i]
+		if !a.static {
+			break
+		}
+		t := a.text
+		if t == "--" {
+			i++
+			break
+		}
+		if wr.Assignments && isAssignment(t) {
+			if w.r.envBad[t[:strings.IndexByte(t, '=')]] {
+				w.add(bot.Dangerous, "sets "+t[:strings.IndexByte(t, '=')]+", which changes what commands run or load")
+			}
+			i++
+			continue
+		}
+		if !isOption(t) || (t[0] == '+' && !exact(t)) {
+			break
+		}
+		query := false
+		var codeOpt *opt
+		next := eachOpt(t, takes, exact, func(o opt) {
+			if wr.query.has(&o) {
+				query = true
+			}
+			if wr.code.has(&o) {
+				oo := o
+				codeOpt = &oo
+			}
+		})
+		if query {
+			return // command -v: nothing runs
+		}
+		if codeOpt != nil {
+			if codeOpt.next {
+				if i+1 < len(rest) {
+					w.code(rest[i+1], cx, prog+" "+codeOpt.name)
+				}
+			} else {
+				w.code(word{text: codeOpt.value, static: a.static}, cx, prog+" "+codeOpt.name)
+			}
+		}
+		i++
+		if next {
+			i++
+		}
+	}
+	for k := 0; k < wr.Skip && i < len(rest); k++ {
+		i++
+	}
+	if wr.NoCommand || i > len(rest) {
+		return
+	}
+	cmd := rest[i:]
+	if len(cmd) == 0 {
+		if len(wr.Default) == 0 {
+			return
+		}
+		for _, d := range wr.Default {
+			cmd = append(cmd, word{text: d, static: true})
+		}
+	}
+	sub := cx
+	if wr.InputArgs {
+		sub.inputArgs = true
+	}
+	if wr.Joins {
+		var b strings.Builder
+		for j, a := range cmd {
+			if !a.static {
+				w.add(bot.Dangerous, "runs shell code assembled from variables or substitutions ("+prog+")")
+				return
+			}
+			if j > 0 {
+				b.WriteByte(' ')
+			}
+			b.WriteString(a.text)
+		}
+		w.shell(b.String(), cx.depth+1)
+		return
+	}
+	w.command(cmd, stdin, sub)
+}
+
+func isAssignment(t string) bool {
+	i := strings.IndexByte(t, '=')
+	if i <= 0 {
+		return false
+	}
+	for j := 0; j < i; j++ {
+		c := t[j]
+		if !(c == '_' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || j > 0 && c >= '0' && c <= '9') {
+			return false
+		}
+	}
+	return true
+}
+
+var downloaders = map[string]bool{"curl": true, "wget": true, "fetch": true, "http": true, "https": true, "aria2c": true, "nc": true, "ncat": true, "socat": true, "ssh": true, "scp": true, "gh": true}
+var decoders = map[string]bool{"base64": true, "base32": true, "xxd": true, "openssl": true, "gzip": true, "gunzip": true, "zcat": true, "bzip2": true, "xz": true, "unxz": true, "rev": true, "tr": true, "uudecode": true, "od": true, "printf": true, "echo": true}
+
+// unseenInput says why code arriving on stdin cannot be trusted.
+func unseenInput(stdin in, what string) string {
+	for i := len(stdin.from) - 1; i >= 0; i-- {
+		if p := stdin.from[i]; downloaders[p] {
+			return "downloads and runs code (" + p + " | " + what + ")"
+		}
+	}
+	for i := len(stdin.from) - 1; i >= 0; i-- {
+		if p := stdin.from[i]; decoders[p] {
+			return "decodes and runs hidden code (" + p + " | " + what + ")"
+		}
+	}
+	return "pipes input the classifier cannot see into " + what
+}
+
+func (w *walker) shellProgram(prog string, args []word, stdin in, cx ctx) {
+	opts := &w.r.shellOpts
+	cflag := false
+	var code *word
+	for i := 1; i < len(args); i++ {
+		a := args[i]
+		t := a.text
+		if !a.static && !cflag {
+			w.add(bot.Dangerous, "runs a shell with arguments from a variable or substitution")
+			return
+		}
+		if t == "--" || t == "-" {
+			if i+1 < len(args) {
+				if cflag {
+					code = &args[i+1]
+				} else {
+					w.add(bot.Dangerous, "runs a script file the classifier cannot see ("+shorten(args[i+1].text)+")")
+					return
+				}
+			}
+			break
+		}
+		if t == "--version" || t == "--help" {
+			return
+		}
+		if isOption(t) {
+			next := false
+			if opts.hasExact(t) || opts.hasLong(t) {
+				next = true
+			} else if t[0] == '-' && t[1] != '-' {
+				if strings.IndexByte(t, 'c') > 0 {
+					cflag = true
+				}
+				for _, ch := range []byte{'o', 'O'} {
+					if strings.IndexByte(t, ch) > 0 {
+						next = true
+					}
+				}
+			}
+			if next {
+				i++
+			}
+			continue
+		}
+		if cflag {
+			code = &args[i]
+		} else {
+			w.add(bot.Dangerous, "runs a script file the classifier cannot see ("+shorten(t)+")")
+			return
+		}
+		break
+	}
+	if code != nil {
+		w.code(*code, cx, prog+" -c")
+		return
+	}
+	if cflag {
+		return // bash -c with no code: an error, nothing runs
+	}
+	w.stdinCode(prog, stdin, cx, func(text string) { w.shell(text, cx.depth+1) })
+}
+
+// stdinCode handles code a shell or interpreter reads from standard input.
+func (w *walker) stdinCode(prog string, stdin in, cx ctx, literal func(string)) {
+	switch stdin.kind {
+	case inLiteral:
+		literal(stdin.text)
+	case inFile:
+		w.add(bot.Dangerous, "runs a script file the classifier cannot see ("+shorten(prog+" < "+stdin.what)+")")
+	case inPipe:
+		w.add(bot.Dangerous, unseenInput(stdin, prog))
+	default:
+		w.add(bot.Dangerous, "starts "+prog+" reading code the classifier cannot see")
+	}
+}
+
+func (w *walker) interpreter(prog string, ip *Interpreter, args []word, stdin in, cx ctx) {
+	exact := func(t string) bool {
+		return ip.withArg.hasExact(t) || ip.code.hasExact(t) || ip.module.hasExact(t) || ip.file.hasExact(t)
+	}
+	takes := func(o *opt) bool {
+		return ip.withArg.takes(o) || ip.code.takes(o) || ip.module.takes(o) || ip.file.takes(o)
+	}
+	var code, script *word
+	module, info, file := "", false, false
+	codeNext, moduleNext, fileNext := false, false, false
+	positional := 0
+	for i := 1; i < len(args); i++ {
+		a := args[i]
+		t := a.text
+		if codeNext || moduleNext || fileNext {
+			switch {
+			case codeNext:
+				code = &args[i]
+			case moduleNext:
+				module = t
+			case fileNext:
+				file = true
+			}
+			codeNext, moduleNext, fileNext = false, false, false
+			if code != nil || module != "" {
+				break
+			}
+			continue
+		}
+		if !a.static && code == nil {
+			w.add(bot.Dangerous, "runs "+prog+" with arguments from a variable or substitution")
+			return
+		}
+		if t == "--" {
+			if i+1 < len(args) {
+				if ip.CodeFirst && !file {
+					code = &args[i+1]
+				} else {
+					script = &args[i+1]
+				}
+			}
+			break
+		}
+		if isOption(t) && t != "-" {
+			if ip.info.has(&opt{name: t}) || ip.info.hasExact(t) {
+				info = true
+			}
+			var skip bool
+			skip = eachOpt(t, takes, exact, func(o opt) {
+				switch {
+				case ip.code.has(&o):
+					if o.next {
+						codeNext = true
+					} else {
+						v := word{text: o.value, static: true}
+						code = &v
+					}
+				case ip.module.has(&o):
+					if o.next {
+						moduleNext = true
+					} else {
+						module = o.value
+					}
+				case ip.file.has(&o):
+					file = true
+					if o.next {
+						fileNext = true
+					}
+				case ip.info.has(&o):
+					info = true
+				}
+			})
+			if code != nil || module != "" {
+				break
+			}
+			if skip && !codeNext && !moduleNext && !fileNext {
+				i++
+			}
+			continue
+		}
+		positional++
+		if positional == 1 && contains(ip.CodeSubcommands, t) {
+			codeNext = true
+			continue
+		}
+		if ip.CodeFirst && !file {
+			code = &args[i]
+		} else if t == "-" {
+			script = nil
+		} else {
+			script = &args[i]
+		}
+		break
+	}
+	switch {
+	case code != nil:
+		if !code.static {
+			w.add(bot.Dangerous, "runs inline "+prog+" code from a variable or substitution")
+			return
+		}
+		w.inlineCode(prog, ip, code.text)
+	case module != "":
+		w.add(bot.Caution, "runs a module ("+shorten(prog+" -m "+module)+")")
+	case file:
+		w.add(bot.Dangerous, "runs a script file the classifier cannot see ("+prog+" -f)")
+	case script != nil:
+		w.add(bot.Dangerous, "runs a script file the classifier cannot see ("+shorten(script.text)+")")
+	case info && stdin.kind == inNone:
+	default:
+		w.stdinCode(prog, stdin, cx, func(text string) { w.inlineCode(prog, ip, text) })
+	}
+}
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+// inlineCode judges code in another language by the words it uses.
+func (w *walker) inlineCode(prog string, ip *Interpreter, code string) {
+	words := ip.DangerousCode
+	if len(words) == 0 {
+		words = w.r.DangerousCode
+	}
+	for _, d := range words {
+		if strings.Contains(code, d) {
+			w.add(bot.Dangerous, "inline "+prog+" code uses "+quote(d))
+			return
+		}
+	}
+	for _, s := range w.r.sensWords {
+		if strings.Contains(code, s) {
+			w.add(bot.Dangerous, "inline "+prog+" code names a sensitive path ("+s+")")
+			return
+		}
+	}
+	level := ip.Harmless
+	if level == "" {
+		level = bot.Caution
+	}
+	w.add(level, "runs inline "+prog+" code")
+}
+
+func (w *walker) find(args []word, cx ctx) {
+	var roots []word
+	i := 1
+	for ; i < len(args); i++ {
+		t := args[i].text
+		if strings.HasPrefix(t, "-") || t == "(" || t == "!" {
+			if t == "-H" || t == "-L" || t == "-P" {
+				continue
+			}
+			break
+		}
+		roots = append(roots, args[i])
+	}
+	for ; i < len(args); i++ {
+		switch args[i].text {
+		case "-exec", "-execdir", "-ok", "-okdir":
+			j := i + 1
+			for j < len(args) && args[j].text != ";" && args[j].text != "+" {
+				j++
+			}
+			w.command(args[i+1:j], in{}, ctx{depth: cx.depth, inputArgs: true})
+			i = j
+		case "-delete":
+			broad := len(roots) == 0 && cx.inputArgs
+			for _, r := range roots {
+				if r.text != "." && r.text != "./" && deleteTarget(r) != 0 {
+					broad = true
+				}
+			}
+			if broad {
+				w.add(bot.Dangerous, "find -delete under a root, home, wildcard or outside-workspace path")
+			} else {
+				w.add(bot.Caution, "deletes the files found (find -delete)")
+			}
+		case "-fprint", "-fprint0", "-fprintf", "-fls":
+			if i+1 < len(args) {
+				w.write(args[i+1], "find "+args[i].text)
+			}
+		}
+	}
+}
