@@ -176,11 +176,17 @@ func (r *Rules) sensitiveArg(t string) (string, bool) {
 	if r.sensitive(t) {
 		return t, true
 	}
-	if i := strings.IndexByte(t, '='); i >= 0 && r.sensitive(t[i+1:]) {
-		return t[i+1:], true
+	if i := strings.IndexByte(t, '='); i >= 0 {
+		t = t[i+1:]
+		if r.sensitive(t) {
+			return t, true
+		}
 	}
-	if strings.HasPrefix(t, "@") && r.sensitive(t[1:]) {
-		return t[1:], true
+	if strings.HasPrefix(t, "@") {
+		t = t[1:]
+		if r.sensitive(t) {
+			return t, true
+		}
 	}
 	if i := strings.IndexByte(t, ':'); i > 0 && !strings.ContainsRune(t[:i], '/') && r.sensitive(t[i+1:]) {
 		return t[i+1:], true

@@ -1,7 +1,6 @@
 package risk
 
 import (
-	"path"
 	"strings"
 
 	"github.com/signoff/signoff/bot"
@@ -90,6 +89,17 @@ func (w *walker) apply(name string, p *Program, args []word, cx ctx, full bool) 
 	takes := func(o *opt) bool {
 		return p.withArg.takes(o) || (p.Writes != nil && p.Writes.set.takes(o))
 	}
+	argRules := func(t string) {
+		if len(p.Args) == 0 {
+			return
+		}
+		t = strings.ToLower(t)
+		for j := range p.Args {
+			if globAny(p.Args[j].Match, t) {
+				rule(p.Args[j].Level, p.Args[j].Reason)
+			}
+		}
+	}
 	delWhen := p.Deletes != nil && len(p.Deletes.When) == 0
 	var positionals []word
 	endOpts := false
@@ -99,6 +109,9 @@ func (w *walker) apply(name string, p *Program, args []word, cx ctx, full bool) 
 		if !endOpts && t == "--" {
 			endOpts = true
 			continue
+		}
+		if isNegNumber(t) {
+			argRules(t)
 		}
 		if !endOpts && a.static && isOption(t) && t[0] == '-' {
 			next := eachOpt(t, takes, exact, func(o opt) {
@@ -131,13 +144,8 @@ func (w *walker) apply(name string, p *Program, args []word, cx ctx, full bool) 
 		positionals = append(positionals, a)
 	}
 	for _, a := range positionals {
-		if !a.static {
-			continue
-		}
-		for j := range p.Args {
-			if globAny(p.Args[j].Match, a.text) {
-				rule(p.Args[j].Level, p.Args[j].Reason)
-			}
+		if a.static {
+			argRules(a.text)
 		}
 	}
 	if full {
@@ -184,14 +192,88 @@ func (w *walker) apply(name string, p *Program, args []word, cx ctx, full bool) 
 
 func globAny(patterns []string, s string) bool {
 	for _, p := range patterns {
-		if p == s {
-			return true
-		}
-		if ok, _ := path.Match(p, s); ok {
+		if p == s || wildMatch(p, s) {
 			return true
 		}
 	}
 	return false
+}
+
+// wildMatch matches s against a glob where * and ? match any bytes,
+// slashes included, [...] is a byte class and \ escapes.
+func wildMatch(p, s string) bool {
+	for len(p) > 0 {
+		switch p[0] {
+		case '*':
+			for len(p) > 0 && p[0] == '*' {
+				p = p[1:]
+			}
+			if p == "" {
+				return true
+			}
+			for i := 0; i <= len(s); i++ {
+				if wildMatch(p, s[i:]) {
+					return true
+				}
+			}
+			return false
+		case '?':
+			if s == "" {
+				return false
+			}
+			p, s = p[1:], s[1:]
+		case '[':
+			end := strings.IndexByte(p[1:], ']')
+			if end < 0 || s == "" {
+				return false
+			}
+			class := p[1 : end+1]
+			neg := strings.HasPrefix(class, "!") || strings.HasPrefix(class, "^")
+			if neg {
+				class = class[1:]
+			}
+			ok := false
+			for i := 0; i < len(class); i++ {
+				if i+2 < len(class) && class[i+1] == '-' {
+					if class[i] <= s[0] && s[0] <= class[i+2] {
+						ok = true
+					}
+					i += 2
+					continue
+				}
+				if class[i] == s[0] {
+					ok = true
+				}
+			}
+			if ok == neg {
+				return false
+			}
+			p, s = p[end+2:], s[1:]
+		case '\\':
+			if len(p) < 2 || s == "" || s[0] != p[1] {
+				return false
+			}
+			p, s = p[2:], s[1:]
+		default:
+			if s == "" || s[0] != p[0] {
+				return false
+			}
+			p, s = p[1:], s[1:]
+		}
+	}
+	return s == ""
+}
+
+func isNegNumber(t string) bool {
+	if len(t) < 2 || t[0] != '-' {
+		return false
+	}
+	for i := 1; i < len(t); i++ {
+		if t[i] < '0' || t[i] > '9' {
+			return false
+		}
+	}
+	return true
 }
 
 func (w *walker) sqlClient(prog string, c *SQLClient, args []word, stdin in, cx ctx) {

@@ -472,10 +472,8 @@ func (p *Program) compile(where string) error {
 		if err := checkLevel(a.Level, fmt.Sprintf("%s.args[%d]", where, i), false); err != nil {
 			return err
 		}
-		for _, m := range a.Match {
-			if _, err := path.Match(m, ""); err != nil {
-				return fmt.Errorf("%s.args[%d]: bad pattern %q", where, i, m)
-			}
+		for j, m := range a.Match {
+			a.Match[j] = strings.ToLower(m)
 		}
 	}
 	if p.Deletes != nil {

@@ -24,10 +24,10 @@ type walker struct {
 
 // in is what a command reads on standard input.
 type in struct {
-	kind  inKind
-	text  string   // inLiteral: the text
-	from  []string // inPipe: the programs writing into the pipe
-	what  string   // inFile: the file
+	kind inKind
+	text string   // inLiteral: the text
+	from []string // inPipe: the programs writing into the pipe
+	what string   // inFile: the file
 }
 
 type inKind uint8
@@ -450,11 +450,17 @@ func (w *walker) wrapper(prog string, wr *Wrapper, args []word, stdin in, cx ctx
 	}
 	rest := args[1:]
 	i := 0
+	skip := wr.Skip
 	exact := func(t string) bool { return wr.withArg.hasExact(t) || wr.code.hasExact(t) || wr.query.hasExact(t) }
 	takes := func(o *opt) bool { return wr.withArg.takes(o) || wr.code.takes(o) }
 	for i < len(rest) {
 		a := rest[i]
 		if !a.static {
+			if skip > 0 {
+				skip--
+				i++
+				continue
+			}
 			break
 		}
 		t := a.text
@@ -470,6 +476,13 @@ func (w *walker) wrapper(prog string, wr *Wrapper, args []word, stdin in, cx ctx
 			continue
 		}
 		if !isOption(t) || (t[0] == '+' && !exact(t)) {
+			if skip > 0 {
+				// a positional before the command (timeout's duration,
+				// flock's file); options may follow it
+				skip--
+				i++
+				continue
+			}
 			break
 		}
 		query := false
@@ -499,9 +512,6 @@ func (w *walker) wrapper(prog string, wr *Wrapper, args []word, stdin in, cx ctx
 		if next {
 			i++
 		}
-	}
-	for k := 0; k < wr.Skip && i < len(rest); k++ {
-		i++
 	}
 	if wr.NoCommand || i > len(rest) {
 		return

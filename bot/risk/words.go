@@ -105,8 +105,12 @@ func unescapeLit(b *strings.Builder, s string) (glob bool) {
 			continue
 		}
 		switch c {
-		case '*', '?', '[':
+		case '*', '?':
 			glob = true
+		case '[':
+			if strings.IndexByte(s[i+1:], ']') >= 0 {
+				glob = true
+			}
 		case '{':
 			brace = true
 		case ',':
