@@ -147,11 +147,11 @@ func (a *Adapter) Post(ctx context.Context, r *bot.Request, _ bot.Persona, c bot
 		return nil, ErrNoBotToken
 	}
 	if c.Platform != bot.Discord || c.Target == "" {
-		return nil, fmt.Errorf("discord: channel %s:%q is not a Discord channel id", c.Platform, c.Target)
+		return nil, fmt.Errorf("channel %s:%q is not a Discord channel id", c.Platform, c.Target)
 	}
 	m, err := a.session.ChannelMessageSendComplex(c.Target, requestMessage(r), discordgo.WithContext(ctx))
 	if err != nil {
-		return nil, fmt.Errorf("discord: post to channel %s: %w", c.Target, err)
+		return nil, fmt.Errorf("post to channel %s: %w", c.Target, restError(err))
 	}
 	ref := bot.MessageRef{Platform: bot.Discord, Channel: c.Target, ID: m.ID}
 	a.remember(pendingMessage{ref: ref, requestID: r.ID, deadline: r.Deadline})
@@ -172,7 +172,7 @@ func (a *Adapter) Update(ctx context.Context, r *bot.Request, refs []bot.Message
 		return ErrNoBotToken
 	}
 	if !r.Status.Final() {
-		return fmt.Errorf("discord: request %s is %s, not decided", r.ID, r.Status)
+		return fmt.Errorf("request %s is %s, not decided", r.ID, r.Status)
 	}
 	var errs []error
 	for _, ref := range refs {
@@ -180,7 +180,7 @@ func (a *Adapter) Update(ctx context.Context, r *bot.Request, refs []bot.Message
 			continue
 		}
 		if _, err := a.session.ChannelMessageEditComplex(decidedEdit(r, ref), discordgo.WithContext(ctx)); err != nil {
-			errs = append(errs, fmt.Errorf("discord: edit message %s in channel %s: %w", ref.ID, ref.Channel, err))
+			errs = append(errs, fmt.Errorf("edit message %s in channel %s: %w", ref.ID, ref.Channel, restError(err)))
 			continue
 		}
 		a.forget(ref)
@@ -248,4 +248,36 @@ type runConn struct {
 func (c *runConn) Close() error {
 	c.stop()
 	return c.Conn.Close()
+}
+
+// RESTErrorMessage is a Discord API refusal in one line: the status and
+// Discord's own message and code.
+type RESTErrorMessage struct {
+	Status  int
+	Code    int
+	Message string
+	err     error
+}
+
+func (e *RESTErrorMessage) Error() string {
+	if e.Message == "" {
+		return fmt.Sprintf("discord answered HTTP %d", e.Status)
+	}
+	return fmt.Sprintf("discord answered HTTP %d: %s (code %d)", e.Status, e.Message, e.Code)
+}
+
+func (e *RESTErrorMessage) Unwrap() error { return e.err }
+
+// restError makes discordgo's *RESTError (whose text ends with the raw
+// body and a newline) readable in logs; other errors pass through.
+func restError(err error) error {
+	var re *discordgo.RESTError
+	if !errors.As(err, &re) || re.Response == nil {
+		return err
+	}
+	out := &RESTErrorMessage{Status: re.Response.StatusCode, err: err}
+	if re.Message != nil {
+		out.Code, out.Message = re.Message.Code, re.Message.Message
+	}
+	return out
 }
