@@ -97,6 +97,17 @@ func OpenAudit(path string, key *Key) (*AuditLog, error) {
 		f.Close()
 		return nil, fmt.Errorf("read audit log: %w", err)
 	}
+	// After a torn write the file does not end in a newline; start the
+	// next record on a line of its own, or it would be lost in the torn one.
+	if fi, err := f.Stat(); err == nil && fi.Size() > 0 {
+		last := make([]byte, 1)
+		if _, err := f.ReadAt(last, fi.Size()-1); err == nil && last[0] != '\n' {
+			if _, err := f.Write([]byte("\n")); err != nil {
+				f.Close()
+				return nil, fmt.Errorf("audit write: %w", err)
+			}
+		}
+	}
 	return l, nil
 }
 

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/btcsuite/btcd/btcec/v2"
 	"github.com/nbd-wtf/go-nostr"
 	"github.com/nbd-wtf/go-nostr/nip19"
 )
@@ -40,8 +41,15 @@ func ParseKey(s string) (*Key, error) {
 	if len(s) != 64 {
 		return nil, errors.New("a secret key is an nsec or 64 hex characters")
 	}
-	if _, err := hex.DecodeString(s); err != nil {
+	b, err := hex.DecodeString(s)
+	if err != nil {
 		return nil, errors.New("a secret key is an nsec or 64 hex characters")
+	}
+	// Zero and values at or above the curve order are not keys; btcec
+	// would silently reduce them (and zero cannot sign).
+	var scalar btcec.ModNScalar
+	if overflow := scalar.SetByteSlice(b); overflow || scalar.IsZero() {
+		return nil, errors.New("a secret key must be between 1 and the secp256k1 curve order")
 	}
 	pub, err := nostr.GetPublicKey(s)
 	if err != nil {

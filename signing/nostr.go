@@ -26,13 +26,17 @@ func VerifyEvent(raw []byte) (*nostr.Event, error) {
 	if err := json.Unmarshal(raw, &ev); err != nil {
 		return nil, bot.Errorf(bot.EInvalid, "event is not valid JSON: %v", err)
 	}
+	// NIP-01 writes all three in lowercase hex. A pubkey in uppercase
+	// would verify (its holder signed it so) yet never match the identity
+	// a persona lists; the lengths also keep CheckID from indexing past a
+	// short id.
 	switch {
-	case len(ev.ID) != 64 || !isHex(ev.ID):
-		return nil, bot.Errorf(bot.EInvalid, "event id must be 64 hex characters")
-	case len(ev.PubKey) != 64 || !isHex(ev.PubKey):
-		return nil, bot.Errorf(bot.EInvalid, "event pubkey must be 64 hex characters")
-	case len(ev.Sig) != 128 || !isHex(ev.Sig):
-		return nil, bot.Errorf(bot.EInvalid, "event sig must be 128 hex characters")
+	case len(ev.ID) != 64 || !isLowerHex(ev.ID):
+		return nil, bot.Errorf(bot.EInvalid, "event id must be 64 lowercase hex characters")
+	case len(ev.PubKey) != 64 || !isLowerHex(ev.PubKey):
+		return nil, bot.Errorf(bot.EInvalid, "event pubkey must be 64 lowercase hex characters")
+	case len(ev.Sig) != 128 || !isLowerHex(ev.Sig):
+		return nil, bot.Errorf(bot.EInvalid, "event sig must be 128 lowercase hex characters")
 	}
 	// CheckID compares against the hash of the serialization; go-nostr's
 	// CheckSignature alone ignores the id, so both are needed.
@@ -93,6 +97,15 @@ func (r *Reaction) Ballot(raw []byte) bot.Ballot {
 		DedupKey: "nostr:" + r.Event.ID,
 		Evidence: json.RawMessage(raw),
 	}
+}
+
+func isLowerHex(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; !('0' <= c && c <= '9' || 'a' <= c && c <= 'f') {
+			return false
+		}
+	}
+	return true
 }
 
 func isHex(s string) bool {
