@@ -33,8 +33,8 @@ func compilePaths(ps []string, where string) ([]pathPattern, error) {
 				return nil, fmt.Errorf("%s: bad pattern %q", where, p)
 			}
 		}
-		if pp.anchor == anchorNone && len(pp.comps) == 0 {
-			return nil, fmt.Errorf("%s: pattern %q names no path", where, p)
+		if len(pp.comps) == 0 {
+			return nil, fmt.Errorf("%s: pattern %q would match every path under it", where, p)
 		}
 		out = append(out, pathPattern{pp.anchor, pp.comps})
 	}
@@ -153,10 +153,38 @@ func anyMatch(ps []pathPattern, p *pathPattern) bool {
 	return false
 }
 
+// fragment returns the longest literal run of a pattern: any path the
+// pattern matches, written without wildcards, contains it.
+func (pt *pathPattern) fragment() string {
+	best := ""
+	for _, c := range pt.comps {
+		for _, f := range strings.FieldsFunc(c, func(r rune) bool { return r == '*' || r == '?' || r == '[' || r == ']' }) {
+			if len(f) > len(best) {
+				best = f
+			}
+		}
+	}
+	return best
+}
+
 // sensitive reports whether the path text names a secret.
 func (r *Rules) sensitive(text string) bool {
 	if text == "" || text == unknownMark {
 		return false
+	}
+	if !strings.ContainsAny(text, "*?[") {
+		// Fast path: a path without wildcards names a secret only if it
+		// holds some pattern's literal fragment.
+		found := false
+		for _, f := range r.sensFrags {
+			if strings.Contains(text, f) {
+				found = true
+				break
+			}
+		}
+		if !found {
+			return false
+		}
 	}
 	p := splitPath(text)
 	if len(p.comps) == 0 {

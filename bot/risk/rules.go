@@ -46,6 +46,7 @@ type Rules struct {
 	sqlWhere  []keyReason
 	sqlWords  []keyReason
 	sensWords []string // literal sensitive names, looked for in inline code
+	sensFrags []string // a literal every matching path contains
 }
 
 // Program is the rule for one program or subcommand. In YAML a bare level
@@ -418,6 +419,9 @@ func (r *Rules) compile() error {
 			return err
 		}
 		r.writeBad = append(r.writeBad, writeGroup{g.Reason, ps})
+	}
+	for i := range r.sensPaths {
+		r.sensFrags = append(r.sensFrags, r.sensPaths[i].fragment())
 	}
 	for _, p := range r.sensPaths {
 		if p.anchor == anchorNone && len(p.comps) == 1 && !strings.ContainsAny(p.comps[0], "*?[") {

@@ -187,7 +187,7 @@ func (w *walker) redirect(src string, r *syntax.Redirect, stdin *in, cx ctx) {
 		w.read(tw)
 		*stdin = in{kind: inFile, what: tw.text}
 	case syntax.Hdoc, syntax.DashHdoc:
-		*stdin = in{kind: inLiteral, text: sourceOf(src, r.Hdoc)}
+		*stdin = in{kind: inLiteral, text: hdocBody(src, r)}
 	case syntax.WordHdoc:
 		if tw.static {
 			*stdin = in{kind: inLiteral, text: tw.text}
@@ -211,8 +211,21 @@ func isFD(t string) bool {
 	return true
 }
 
-// sourceOf returns a node's source text, as written.
-func sourceOf(src string, n syntax.Node) string {
+// hdocBody returns a here-document's body as written, without the
+// closing delimiter line (which the parser counts in the word).
+func hdocBody(src string, r *syntax.Redirect) string {
+	body := sourceOf(src, r.Hdoc)
+	if i := strings.LastIndexByte(body, '\n'); i >= 0 || body != "" {
+		last := body[i+1:]
+		if strings.TrimLeft(last, "\t") == viewWord(r.Word).text {
+			body = body[:i+1]
+		}
+	}
+	return body
+}
+
+// sourceOf returns a word's source text, as written.
+func sourceOf(src string, n *syntax.Word) string {
 	if n == nil {
 		return ""
 	}
@@ -261,7 +274,7 @@ func pipeFrom(src string, s *syntax.Stmt) in {
 			for _, r := range s.Redirs {
 				switch r.Op {
 				case syntax.Hdoc, syntax.DashHdoc:
-					return in{kind: inLiteral, text: sourceOf(src, r.Hdoc)}
+					return in{kind: inLiteral, text: hdocBody(src, r)}
 				case syntax.WordHdoc:
 					if v := viewWord(r.Word); v.static {
 						return in{kind: inLiteral, text: v.text}

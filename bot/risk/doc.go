@@ -1,0 +1,42 @@
+// Package risk is signoff's mechanical risk classifier. It gives a shell
+// command or an agent's tool call a level — safe, caution or dangerous —
+// and every reason that raised it, before anything else happens to a
+// request.
+//
+// Shell commands are parsed (mvdan.cc/sh, bash syntax), never matched as
+// strings. The walk sees every command that would run: lists, pipelines,
+// subshells, blocks, functions, $(…), backticks, process substitution,
+// redirections, here-documents and here-strings fed to a shell or
+// interpreter, bash -c strings (parsed again, to a bounded depth), and
+// wrappers that run another command (sudo, env, xargs, timeout, find
+// -exec …). Quoting and escaping are undone first, so r”m, \rm, "rm" and
+// $'rm' are rm. A compound command is as dangerous as its worst part.
+//
+// What cannot be seen through is dangerous — fail closed: eval, source, a
+// command name from a variable or substitution, a script run by path or
+// by an interpreter, code piped into a shell or interpreter (curl | sh,
+// base64 -d | sh), and anything that does not parse.
+//
+// The rules are data: configs/rules/risk.yaml, embedded by default
+// (Default) and replaceable from a file (LoadRules, New). The file names
+// programs and their subcommands, flags and arguments, wrappers, shells,
+// interpreters, SQL clients, sensitive and protected paths, and tools;
+// the code parses and walks. Programs the file does not name are caution.
+//
+// Tool calls (ToolCall, or Classify with bot.KindTool and the action
+// "Name {json}" or a Claude Code hook payload) are judged by their input:
+// Bash by its command; Read, Glob, Grep by the path (inside the workspace
+// safe, outside caution, a secret dangerous); Write and Edit by the path
+// (inside caution, outside or protected dangerous). Network destinations
+// and free text are dangerous: people decide.
+//
+// What it cannot see: the contents of scripts and files it is asked to
+// run, aliases and functions defined outside the command, what a program
+// does with configuration it reads (git aliases, Makefiles, package.json
+// scripts, go generate), values of variables, and the meaning of
+// commands it does not know (those are caution).
+//
+// Package risk owns classification only. It imports nothing from the
+// module but bot (the domain types) and configs/rules (the embedded
+// data); it does no I/O except LoadRules reading its file.
+package risk
