@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -88,9 +89,56 @@ func (t *text) UnmarshalYAML(n ast.Node) error {
 	case *ast.IntegerNode, *ast.FloatNode, *ast.BoolNode:
 		t.V = tk.Value // keep Discord ids digit for digit
 	default:
-		return fmt.Errorf("expected a single value, got %s", n.Type())
+		return &nodeError{tk: tk, msg: fmt.Sprintf("expected a single value, got %s", n.Type())}
 	}
 	return nil
+}
+
+// nodeError is an error at a node, so the problem names its line.
+type nodeError struct {
+	tk  *token.Token
+	msg string
+}
+
+func (e *nodeError) Error() string          { return e.msg }
+func (e *nodeError) GetToken() *token.Token { return e.tk }
+func (e *nodeError) GetMessage() string     { return e.msg }
+
+// at returns where n was written: for a block mapping, its first key.
+func at(n ast.Node) text {
+	switch m := n.(type) {
+	case *ast.MappingNode:
+		if !m.IsFlowStyle && len(m.Values) > 0 && m.Values[0] != nil && m.Values[0].Key != nil {
+			n = m.Values[0].Key
+		}
+	case *ast.MappingValueNode:
+		if m.Key != nil {
+			n = m.Key
+		}
+	}
+	if tk := n.GetToken(); tk != nil && tk.Position != nil {
+		return text{Line: tk.Position.Line, Col: tk.Position.Column}
+	}
+	return text{}
+}
+
+// mappingKeys returns the keys written in a mapping node, including those
+// whose value is empty (and so never reach a field's unmarshaler).
+func mappingKeys(n ast.Node) []string {
+	var values []*ast.MappingValueNode
+	switch m := n.(type) {
+	case *ast.MappingNode:
+		values = m.Values
+	case *ast.MappingValueNode:
+		values = []*ast.MappingValueNode{m}
+	}
+	var keys []string
+	for _, v := range values {
+		if v != nil && v.Key != nil {
+			keys = append(keys, v.Key.String())
+		}
+	}
+	return keys
 }
 
 // present marks a key that was written, whatever its value.
@@ -103,6 +151,18 @@ type identitiesFile struct {
 	Nostr   text `yaml:"nostr"`
 	Slack   text `yaml:"slack"`
 	Discord text `yaml:"discord"`
+	At      text `yaml:"-"` // where the mapping starts
+}
+
+func (f *identitiesFile) UnmarshalYAML(n ast.Node) error {
+	type plain identitiesFile
+	var p plain
+	if err := yaml.NodeToValue(n, &p, yaml.Strict()); err != nil {
+		return err
+	}
+	*f = identitiesFile(p)
+	f.At = at(n)
+	return nil
 }
 
 type nostrChannelFile struct {
@@ -117,6 +177,22 @@ type channelFile struct {
 	Discord  *text             `yaml:"discord"`
 	Nostr    *nostrChannelFile `yaml:"nostr"`
 	Terminal *present          `yaml:"terminal"`
+	At       text              `yaml:"-"` // where the channel is written
+}
+
+func (c *channelFile) UnmarshalYAML(n ast.Node) error {
+	type plain channelFile
+	var p plain
+	if err := yaml.NodeToValue(n, &p, yaml.Strict()); err != nil {
+		return err
+	}
+	*c = channelFile(p)
+	c.At = at(n)
+	// "- terminal:" has no value, so its field was never set.
+	if slices.Contains(mappingKeys(n), "terminal") {
+		c.Terminal = &present{}
+	}
+	return nil
 }
 
 type personaFile struct {
@@ -168,6 +244,7 @@ func ParsePersona(file string, data []byte) (bot.Persona, Problems) {
 
 	// Where each identity was first seen, to refuse one identity on two people.
 	owners := map[bot.Identity]string{}
+	written := map[bot.Identity]text{} // where each agent identity is
 	identities := func(who string, in identitiesFile, needName bool) []bot.Identity {
 		var out []bot.Identity
 		one := func(pl bot.Platform, t text) {
@@ -185,6 +262,8 @@ func ParsePersona(file string, data []byte) (bot.Persona, Problems) {
 			}
 			if needName {
 				owners[id] = who
+			} else {
+				written[id] = t
 			}
 			out = append(out, id)
 		}
@@ -193,9 +272,9 @@ func ParsePersona(file string, data []byte) (bot.Persona, Problems) {
 		one(bot.Discord, in.Discord)
 		return out
 	}
-	person := func(role string, in identitiesFile, at text) *bot.Person {
+	person := func(role string, in identitiesFile, where text) *bot.Person {
 		if in.Name.V == "" {
-			add(at, false, "%s needs a name", role)
+			add(where, false, "%s needs a name", role)
 			return nil
 		}
 		ids := identities(in.Name.V, in, true)
@@ -209,7 +288,11 @@ func ParsePersona(file string, data []byte) (bot.Persona, Problems) {
 	p.Agent = identities("agent", f.Agent, false)
 	names := map[string]bool{}
 	if f.Owner != nil {
-		p.Owner = person("owner", *f.Owner, f.Name)
+		where := f.Owner.At
+		if where.Line == 0 {
+			where = f.Name
+		}
+		p.Owner = person("owner", *f.Owner, where)
 		if p.Owner != nil {
 			names[p.Owner.Name] = true
 		}
@@ -217,11 +300,11 @@ func ParsePersona(file string, data []byte) (bot.Persona, Problems) {
 		add(f.Name, true, "no owner: every request of persona %q will be denied at once", f.Name.V)
 	}
 	for i, m := range f.Members {
-		at := m.Name
-		if at.Line == 0 {
-			at = f.Name
+		where := m.At
+		if where.Line == 0 {
+			where = f.Name
 		}
-		got := person(fmt.Sprintf("member %d", i+1), m, at)
+		got := person(fmt.Sprintf("member %d", i+1), m, where)
 		if got == nil {
 			continue
 		}
@@ -234,7 +317,7 @@ func ParsePersona(file string, data []byte) (bot.Persona, Problems) {
 	}
 	for _, a := range p.Agent {
 		if who, ok := owners[a]; ok {
-			add(f.Name, false, "the agent's own identity %s is also listed for %s; the agent never votes on its own requests", a, who)
+			add(written[a], false, "the agent's own identity %s is also listed for %s; the agent never votes on its own requests", a, who)
 		}
 	}
 
@@ -282,9 +365,13 @@ func ParsePersona(file string, data []byte) (bot.Persona, Problems) {
 		}
 	}
 	for i, c := range f.Channels {
+		where := c.At
+		if where.Line == 0 {
+			where = f.Name
+		}
 		ch, ok := parseChannel(c, func(t text, format string, args ...any) {
 			add(t, false, "channel %d: "+format, append([]any{i + 1}, args...)...)
-		}, f.Name)
+		}, where)
 		if ok {
 			p.Channels = append(p.Channels, ch)
 		}
