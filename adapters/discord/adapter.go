@@ -119,6 +119,9 @@ func (a *Adapter) newSession() (*discordgo.Session, error) {
 	s.ShouldReconnectOnError = false
 	s.ShouldReconnectVoiceOnSessionError = false
 	s.StateEnabled = false
+	// discordgo would print to the standard logger; connection changes
+	// and REST failures are logged here, with slog, instead.
+	s.LogLevel = discordgo.LogError - 1
 	s.Identify.Intents = discordgo.IntentsGuildMessageReactions | discordgo.IntentsDirectMessageReactions
 	s.AddHandler(a.onEvent)
 	s.AddHandler(func(*discordgo.Session, *discordgo.Disconnect) {

@@ -15,8 +15,9 @@ import (
 // …/channel#embed-limits), kept well inside the 6000-character total.
 const (
 	maxContent     = 2000
-	maxDescription = 3000
+	maxDescription = 2000
 	maxFieldValue  = 1000
+	maxShortField  = 500 // persona, decision, decided by
 )
 
 // The emoji the bot adds to every card and reads back after a reconnect.
@@ -89,11 +90,12 @@ func requestMessage(r *bot.Request) *discordgo.MessageSend {
 // decidedEdit turns the card into the record of its outcome: the outcome
 // line first, the decision in the embed, no buttons.
 func decidedEdit(r *bot.Request, ref bot.MessageRef) *discordgo.MessageEdit {
-	text := content(r, escapeMarkdown(bot.Outcome(r)))
+	outcome := clip(escapeMarkdown(bot.Outcome(r)), maxShortField)
+	text := content(r, outcome)
 	e := embed(r)
-	e.Fields = append(e.Fields, &discordgo.MessageEmbedField{Name: "Decision", Value: clip(escapeMarkdown(bot.Outcome(r)), maxFieldValue)})
+	e.Fields = append(e.Fields, &discordgo.MessageEmbedField{Name: "Decision", Value: outcome})
 	if len(r.DecidedBy) > 0 {
-		e.Fields = append(e.Fields, &discordgo.MessageEmbedField{Name: "Decided by", Value: clip(escapeMarkdown(strings.Join(r.DecidedBy, ", ")), maxFieldValue), Inline: true})
+		e.Fields = append(e.Fields, &discordgo.MessageEmbedField{Name: "Decided by", Value: clip(escapeMarkdown(strings.Join(r.DecidedBy, ", ")), maxShortField), Inline: true})
 	}
 	if r.DecidedAt != nil {
 		e.Fields = append(e.Fields, &discordgo.MessageEmbedField{Name: "Decided at", Value: when(*r.DecidedAt), Inline: true})
@@ -134,7 +136,7 @@ func embed(r *bot.Request) *discordgo.MessageEmbed {
 	}
 	fields = append(fields,
 		&discordgo.MessageEmbedField{Name: "Risk", Value: clip(escapeMarkdown(risk), maxFieldValue)},
-		&discordgo.MessageEmbedField{Name: "Persona", Value: clip(escapeMarkdown(r.Persona), maxFieldValue), Inline: true},
+		&discordgo.MessageEmbedField{Name: "Persona", Value: orDash(clip(escapeMarkdown(r.Persona), maxShortField)), Inline: true},
 		&discordgo.MessageEmbedField{Name: "Deadline", Value: when(r.Deadline), Inline: true},
 		&discordgo.MessageEmbedField{Name: "Request", Value: "`" + r.ID + "`", Inline: true},
 	)
@@ -149,6 +151,14 @@ func embed(r *bot.Request) *discordgo.MessageEmbed {
 		Fields:      fields,
 		Footer:      &discordgo.MessageEmbedFooter{Text: "signoff · " + bot.HowToAnswer + ", or use the buttons"},
 	}
+}
+
+// orDash stands in for an empty field value, which Discord refuses.
+func orDash(s string) string {
+	if strings.TrimSpace(s) == "" {
+		return "—"
+	}
+	return s
 }
 
 // when shows a time in each reader's own zone (Discord's <t:…> markup)

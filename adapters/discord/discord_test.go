@@ -13,6 +13,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -142,7 +143,7 @@ func (c *clock) Now() time.Time {
 	return time.Now().Add(c.offset)
 }
 
-func testLogger(t *testing.T) *slog.Logger {
+func testLogger() *slog.Logger {
 	if testing.Verbose() {
 		return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	}
@@ -167,7 +168,7 @@ func start(t *testing.T, p bot.Persona, noGateway bool) *harness {
 		AppID:        fake.AppID,
 		PublicKey:    hex.EncodeToString(pub),
 		APIURL:       fake.URL,
-		Logger:       testLogger(t),
+		Logger:       testLogger(),
 		Now:          h.clock.Now,
 		ReconnectMin: 20 * time.Millisecond,
 		ReconnectMax: 200 * time.Millisecond,
@@ -781,7 +782,7 @@ func TestNewRefusesBadConfig(t *testing.T) {
 
 func TestRunStopsOnRefusedToken(t *testing.T) {
 	fake := discordfake.New(t)
-	a, err := discord.New(discord.Config{BotToken: "wrong", APIURL: fake.URL, Logger: testLogger(t), ReconnectMin: 10 * time.Millisecond}, discardSink{})
+	a, err := discord.New(discord.Config{BotToken: "wrong", APIURL: fake.URL, Logger: testLogger(), ReconnectMin: 10 * time.Millisecond}, discardSink{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -822,7 +823,7 @@ func TestConfigLogValueRedactsToken(t *testing.T) {
 func Example() {
 	gw := &bot.Gateway{} // the real one, with its Store, Signer, …
 	a, err := discord.New(discord.Config{
-		BotToken:  "token",                   // SIGNOFF_DISCORD_BOT_TOKEN
+		BotToken:  "token",                  // SIGNOFF_DISCORD_BOT_TOKEN
 		PublicKey: strings.Repeat("ab", 32), // SIGNOFF_DISCORD_PUBLIC_KEY
 		Pending: func(ctx context.Context) ([]*bot.Request, error) {
 			return gw.List(ctx, bot.Filter{Status: bot.Pending})
@@ -837,4 +838,54 @@ func Example() {
 	// go a.Run(ctx) keeps the gateway connection until ctx ends.
 	fmt.Println(a.PostingEnabled(), a.InteractionsEnabled())
 	// Output: true true
+}
+
+// Run owns every goroutine it starts, discordgo's included: once it has
+// returned, none is left, even after a drop and a reconnect.
+func TestRunLeavesNoGoroutines(t *testing.T) {
+	fake := discordfake.New(t)
+	a, err := discord.New(discord.Config{
+		BotToken: strings.TrimPrefix(fake.Token, "Bot "), APIURL: fake.URL, Logger: testLogger(),
+		ReconnectMin: 20 * time.Millisecond, ReconnectMax: 100 * time.Millisecond,
+	}, discardSink{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	done := make(chan error, 1)
+	go func() { done <- a.Run(ctx) }()
+	if err := fake.WaitConnected(ctx10(t), 1); err != nil {
+		t.Fatal(err)
+	}
+	fake.Drop()
+	fake.Allow()
+	if err := fake.WaitConnected(ctx10(t), 2); err != nil {
+		t.Fatal(err)
+	}
+	cancel()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("Run = %v", err)
+		}
+	case <-time.After(15 * time.Second):
+		t.Fatal("Run did not return after cancel")
+	}
+	// discordgo's reader sees its closed socket just after Close returns,
+	// so wait (boundedly) for it to go.
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		buf := make([]byte, 1<<20)
+		stacks := string(buf[:runtime.Stack(buf, true)])
+		left := strings.Contains(stacks, "discordgo.(*Session).listen") || strings.Contains(stacks, "discordgo.(*Session).heartbeat") ||
+			strings.Contains(stacks, "discordgo.(*Session).reconnect") || strings.Contains(stacks, "discord.(*Adapter)")
+		if !left {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("goroutines left after Run returned:\n%s", stacks)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
 }

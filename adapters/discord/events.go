@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/bwmarrin/discordgo"
 
@@ -138,6 +139,9 @@ func (a *Adapter) castReaction(ctx context.Context, b bot.Ballot) {
 	a.log.Info("reaction", "id", out.RequestID, "voter", b.Voter.ID, "vote", b.Choice, "result", out.Result, "reason", out.Reason, "status", out.Status)
 }
 
+// clickTimeout leaves time to answer within Discord's 3 seconds.
+const clickTimeout = 2500 * time.Millisecond
+
 // click judges a button click and says what to answer. respond is false
 // when another replica (or an earlier delivery) already answered it.
 func (a *Adapter) click(ctx context.Context, in *interactionPayload, evidence json.RawMessage, viaHTTP bool) (resp *discordgo.InteractionResponse, respond bool) {
@@ -165,7 +169,10 @@ func (a *Adapter) click(ctx context.Context, in *interactionPayload, evidence js
 		}
 		b.Ref = bot.MessageRef{Platform: bot.Discord, Channel: ch, ID: in.Message.ID}
 	}
-	out, err := a.sink.CastVote(ctx, b)
+	// Discord waits 3 seconds for the answer; a slow store gets told so.
+	vctx, cancel := context.WithTimeout(ctx, clickTimeout)
+	out, err := a.sink.CastVote(vctx, b)
+	cancel()
 	if err != nil {
 		a.log.Warn("cast click", "id", requestID, "voter", voter, "err", err)
 		return ephemeral("Your vote could not be recorded: " + bot.ErrorMessage(err) + ". Try again."), true
