@@ -291,3 +291,32 @@ func TestInvalidRulesFailClosed(t *testing.T) {
 		}
 	}
 }
+
+// Pathological inputs must end, and quickly: deep nesting once overflowed
+// the parser's stack (a fatal error that recover cannot catch).
+func TestPathologicalInputs(t *testing.T) {
+	tests := []struct {
+		name  string
+		cmd   string
+		level bot.Level
+	}{
+		{"open substitutions", strings.Repeat("$(", 120000), bot.Dangerous},
+		{"open arithmetic", strings.Repeat("(", 250000), bot.Dangerous},
+		{"open blocks", strings.Repeat("{ ", 120000), bot.Dangerous},
+		{"deep substitution", strings.Repeat("$(", 60000) + "ls" + strings.Repeat(")", 60000), bot.Dangerous},
+		{"deep subshells", strings.Repeat("(", 1000) + "ls" + strings.Repeat(")", 1000), bot.Dangerous},
+		{"shallow subshells", strings.Repeat("(", 100) + "ls" + strings.Repeat(")", 100), bot.Safe},
+		{"long pipeline", strings.Repeat("ls|", 20000) + "wc", bot.Safe},
+		{"long and-list", strings.Repeat("ls&&", 20000) + "rm -rf /", bot.Dangerous},
+		{"deep ifs", strings.Repeat("if true; then ", 2000) + "ls" + strings.Repeat("; fi", 2000), bot.Safe},
+		{"open parameter expansions", strings.Repeat("${a:-", 50000), bot.Dangerous},
+	}
+	c := Default()
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := c.Command(tt.cmd); got.Level != tt.level {
+				t.Errorf("Command(%d bytes of %q…) = %s %q, want %s", len(tt.cmd), tt.cmd[:20], got.Level, got.Reasons, tt.level)
+			}
+		})
+	}
+}

@@ -25,9 +25,9 @@ type walker struct {
 // in is what a command reads on standard input.
 type in struct {
 	kind inKind
-	text string   // inLiteral: the text
-	from []string // inPipe: the programs writing into the pipe
-	what string   // inFile: the file
+	text string       // inLiteral: the text
+	from *syntax.Stmt // inPipe: what writes into the pipe, if known
+	what string       // inFile: the file
 }
 
 type inKind uint8
@@ -50,6 +50,10 @@ func (w *walker) shell(src string, depth int) {
 		w.add(bot.Dangerous, fmt.Sprintf("shell code nested more than %d levels deep", w.r.MaxDepth))
 		return
 	}
+	if tooDeep(src, maxBrackets) {
+		w.add(bot.Dangerous, fmt.Sprintf("nests brackets more than %d deep; too deep to classify", maxBrackets))
+		return
+	}
 	p := parsers.Get().(*syntax.Parser)
 	f, err := p.Parse(strings.NewReader(src), "")
 	parsers.Put(p)
@@ -60,6 +64,31 @@ func (w *walker) shell(src string, depth int) {
 	for _, s := range f.Stmts {
 		w.stmt(src, s, in{}, ctx{depth: depth})
 	}
+}
+
+// maxBrackets bounds how deeply a command may nest parentheses, braces
+// and brackets: the parser recurses per level, and a deep enough input
+// would overflow the stack (a fatal error, not a panic).
+const maxBrackets = 256
+
+// tooDeep over-counts nesting (quotes are not skipped), which only errs
+// towards dangerous.
+func tooDeep(src string, limit int) bool {
+	d := 0
+	for i := 0; i < len(src); i++ {
+		switch src[i] {
+		case '(', '{', '[':
+			d++
+			if d > limit {
+				return true
+			}
+		case ')', '}', ']':
+			if d > 0 {
+				d--
+			}
+		}
+	}
+	return false
 }
 
 func (w *walker) stmt(src string, s *syntax.Stmt, stdin in, cx ctx) {
@@ -283,16 +312,36 @@ func pipeFrom(src string, s *syntax.Stmt) in {
 			}
 		}
 	}
-	return in{kind: inPipe, from: programsIn(s)}
+	return in{kind: inPipe, from: s}
 }
 
-// programsIn lists the static program names in a statement, for reasons.
+// programsIn lists the program names feeding a pipe, nearest last, for
+// reasons: it follows the pipeline leftwards a few steps and looks a
+// bounded distance into anything else, so long pipelines stay linear.
 func programsIn(s *syntax.Stmt) []string {
 	var out []string
+	for steps := 0; s != nil && steps < 8; steps++ {
+		if b, ok := s.Cmd.(*syntax.BinaryCmd); ok && (b.Op == syntax.Pipe || b.Op == syntax.PipeAll) {
+			out = append(namesIn(b.Y), out...)
+			s = b.X
+			continue
+		}
+		out = append(namesIn(s), out...)
+		break
+	}
+	return out
+}
+
+func namesIn(s *syntax.Stmt) []string {
+	var out []string
+	visited := 0
 	syntax.Walk(s, func(n syntax.Node) bool {
+		visited++
+		if visited > 64 {
+			return false
+		}
 		if ce, ok := n.(*syntax.CallExpr); ok && len(ce.Args) > 0 {
-			v := viewWord(ce.Args[0])
-			if v.static && len(out) < 16 {
+			if v := viewWord(ce.Args[0]); v.static {
 				out = append(out, path.Base(v.text))
 			}
 		}
@@ -579,13 +628,14 @@ var decoders = map[string]bool{"base64": true, "base32": true, "xxd": true, "ope
 
 // unseenInput says why code arriving on stdin cannot be trusted.
 func unseenInput(stdin in, what string) string {
-	for i := len(stdin.from) - 1; i >= 0; i-- {
-		if p := stdin.from[i]; downloaders[p] {
+	from := programsIn(stdin.from)
+	for i := len(from) - 1; i >= 0; i-- {
+		if p := from[i]; downloaders[p] {
 			return "downloads and runs code (" + p + " | " + what + ")"
 		}
 	}
-	for i := len(stdin.from) - 1; i >= 0; i-- {
-		if p := stdin.from[i]; decoders[p] {
+	for i := len(from) - 1; i >= 0; i-- {
+		if p := from[i]; decoders[p] {
 			return "decodes and runs hidden code (" + p + " | " + what + ")"
 		}
 	}
@@ -749,8 +799,10 @@ func (w *walker) interpreter(prog string, ip *Interpreter, args []word, stdin in
 			continue
 		}
 		positional++
-		if positional == 1 && contains(ip.CodeSubcommands, t) {
-			codeNext = true
+		if positional == 1 && len(ip.CodeSubcommands) > 0 {
+			// deno eval CODE; other subcommands (deno run x.ts) are
+			// followed by a script
+			codeNext = contains(ip.CodeSubcommands, t)
 			continue
 		}
 		if ip.CodeFirst && !file {
