@@ -79,6 +79,7 @@ type requestRec struct {
 	eventIDs  []string
 	posts     []post
 	pending   bool      // its events are in the subscription filter
+	local     bool      // Post ran here: posts is all there is to reply under
 	added     time.Time // for resync: not dropped if added after a listing began
 }
 
@@ -366,13 +367,17 @@ func (a *Adapter) wakeAll() {
 	}
 }
 
-// filter is the subscription every relay should have now; ok is false when
-// nothing is pending.
-func (a *Adapter) filter() (f gonostr.Filter, ok bool) {
+// maxIDsPerFilter keeps each filter's #e list within what relays commonly
+// accept; more pending events make more filters in the same REQ.
+const maxIDsPerFilter = 256
+
+// filters are the subscription every relay should have now; ok is false
+// when nothing is pending.
+func (a *Adapter) filters() (fs gonostr.Filters, ok bool) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	if len(a.watched) == 0 {
-		return f, false
+		return nil, false
 	}
 	ids := make([]string, 0, len(a.watched))
 	var oldest time.Time
@@ -387,7 +392,10 @@ func (a *Adapter) filter() (f gonostr.Filter, ok bool) {
 		oldest = a.cfg.Now()
 	}
 	since := gonostr.Timestamp(oldest.Add(-a.cfg.SinceMargin).Unix())
-	return gonostr.Filter{Kinds: []int{gonostr.KindReaction}, Tags: gonostr.TagMap{"e": ids}, Since: &since}, true
+	for chunk := range slices.Chunk(ids, maxIDsPerFilter) {
+		fs = append(fs, gonostr.Filter{Kinds: []int{gonostr.KindReaction}, Tags: gonostr.TagMap{"e": chunk}, Since: &since})
+	}
+	return fs, true
 }
 
 // runRelay keeps one relay connected and subscribed until ctx ends.
@@ -441,7 +449,7 @@ func (a *Adapter) session(ctx context.Context, rl *relayLoop) (connected bool, e
 	// so nothing is missed in between; the overlap is deduplicated.
 	cur := ""
 	resubscribe := func() error {
-		f, ok := a.filter()
+		fs, ok := a.filters()
 		if !ok {
 			if old := cur; old != "" {
 				cur = ""
@@ -449,7 +457,7 @@ func (a *Adapter) session(ctx context.Context, rl *relayLoop) (connected bool, e
 			}
 			return nil
 		}
-		id, err := c.Req(gonostr.Filters{f})
+		id, err := c.Req(fs)
 		if err != nil {
 			return err
 		}

@@ -395,6 +395,12 @@ func TestPendingResubscribedOnStart(t *testing.T) {
 	if got := h.env.Await(t, r.ID); got.Status != bot.Approved {
 		t.Fatalf("status = %s, want approved after the restart", got.Status)
 	}
+	// The new adapter never posted it, so it replies under the request's
+	// own event on every relay it knows.
+	eventually(t, "the outcome reply from the new adapter", func() bool {
+		return len(relay.Events(gonostr.Filter{Kinds: []int{gonostr.KindTextNote}, Authors: []string{r.GatewayKey},
+			Tags: gonostr.TagMap{"e": {r.EventID}}})) == 1
+	})
 }
 
 func TestPublishEvent(t *testing.T) {

@@ -35,13 +35,23 @@ func (a *Adapter) Post(ctx context.Context, r *bot.Request, p bot.Persona, c bot
 	// Listen before publishing: a reaction may beat Post's return.
 	a.ensureRelays(relays)
 	a.watch(r, uniq(r.EventID, ev.ID))
+	a.mu.Lock()
+	if rec := a.requests[r.ID]; rec != nil {
+		rec.local = true // replies go under what this adapter posted, if anything
+	}
+	a.mu.Unlock()
 	accepted, err := a.publish(ctx, relays, ev)
 	if err != nil {
 		return nil, err
 	}
 	a.mu.Lock()
 	if rec := a.requests[r.ID]; rec != nil {
-		rec.posts = append(rec.posts, post{id: ev.ID, mode: mode, root: c.Root, group: c.Group, relays: relays})
+		i := slices.IndexFunc(rec.posts, func(p post) bool { return p.id == ev.ID })
+		if i < 0 {
+			rec.posts = append(rec.posts, post{id: ev.ID, mode: mode, root: c.Root, group: c.Group, relays: relays})
+		} else { // the same note on another channel's relays
+			rec.posts[i].relays = uniq(append(rec.posts[i].relays, relays...)...)
+		}
 	}
 	a.mu.Unlock()
 	a.log.Info("nostr: posted request", "id", r.ID, "event", ev.ID, "kind", ev.Kind, "accepted", accepted, "relays", len(relays))
@@ -139,11 +149,12 @@ func (a *Adapter) Update(ctx context.Context, r *bot.Request, refs []bot.Message
 	}
 	a.mu.Lock()
 	var posts []post
+	local := false
 	if rec := a.requests[r.ID]; rec != nil {
-		posts = slices.Clone(rec.posts)
+		posts, local = slices.Clone(rec.posts), rec.local
 	}
 	a.mu.Unlock()
-	if len(posts) == 0 {
+	if !local {
 		// Posted before a restart (or by another replica): reply with a
 		// note to each ref on every relay known.
 		relays := a.knownRelays()

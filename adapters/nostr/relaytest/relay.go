@@ -177,6 +177,21 @@ func (r *Relay) Deliveries(id string) (total, stored int) {
 	return r.delivered[id], r.stored[id]
 }
 
+// Listeners is how many open subscriptions ev would be sent to.
+func (r *Relay) Listeners(ev *gonostr.Event) int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	n := 0
+	for c := range r.conns {
+		for _, f := range c.subs {
+			if f.Match(ev) {
+				n++
+			}
+		}
+	}
+	return n
+}
+
 // Subscriptions is the number of open subscriptions; Reqs counts every REQ
 // ever received.
 func (r *Relay) Subscriptions() (open, reqs int) {
