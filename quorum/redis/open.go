@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net"
 	"net/url"
+	"time"
 
 	"github.com/alicebob/miniredis/v2"
 	goredis "github.com/redis/go-redis/v9"
@@ -46,18 +47,38 @@ func Open(rawURL string) (goredis.UniversalClient, error) {
 	return goredis.NewClient(o), nil
 }
 
-// Embedded starts an in-process Redis (miniredis) with TTLs following the
-// wall clock, and a client for it that needs no network. Nothing is kept
-// when the process ends. Call the returned func to stop it.
+// Embedded starts an in-process Redis (miniredis) and a client for it that
+// needs no network. Nothing is kept when the process ends. Call the
+// returned func to stop it.
+//
+// TTLs (only used to drop decided requests after the retention period)
+// are advanced by a ticker rather than miniredis' ClockTTL, which would walk
+// every key with a TTL on every command. Deadlines never rely on TTLs.
 func Embedded() (goredis.UniversalClient, func(), error) {
 	m := miniredis.NewMiniRedis()
-	m.ClockTTL(true)
 	c := goredis.NewClient(&goredis.Options{
 		Addr: "embedded",
 		Dialer: func(context.Context, string, string) (net.Conn, error) {
 			return m.Dial()
 		},
 		Protocol: 2,
+		PoolSize: 256,
 	})
-	return c, func() { c.Close(); m.Close() }, nil
+	done := make(chan struct{})
+	stopped := make(chan struct{})
+	go func() {
+		defer close(stopped)
+		const every = 10 * time.Second
+		t := time.NewTicker(every)
+		defer t.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case <-t.C:
+				m.FastForward(every)
+			}
+		}
+	}()
+	return c, func() { close(done); <-stopped; c.Close(); m.Close() }, nil
 }

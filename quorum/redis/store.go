@@ -54,6 +54,9 @@ func (s *Store) requestKeys(id string) []string {
 
 func (s *Store) channel() string { return s.key("decided") }
 
+// DecisionChannel is the pub/sub channel every decision is published on.
+func (s *Store) DecisionChannel() string { return s.channel() }
+
 func unavailable(op string, err error) error {
 	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
 		return err

@@ -1,0 +1,75 @@
+package bot_test
+
+import (
+	"context"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/signoff/signoff/bot"
+	"github.com/signoff/signoff/bot/bottest"
+)
+
+// TestTenThousandWaitersOneSubscription holds 10,000 waiters on one
+// gateway and checks they share one Redis subscription and all wake when
+// their requests are decided.
+func TestTenThousandWaitersOneSubscription(t *testing.T) {
+	if testing.Short() {
+		t.Skip("10,000 waiters")
+	}
+	alice := bottest.NewPerson("alice")
+	p := bot.Persona{Name: "demo", Owner: &bot.Person{Name: "alice", Identities: []bot.Identity{alice.Identity()}}, DenyQuorum: 1, Timeout: time.Hour}
+	env := bottest.New(t, p, nil)
+	ctx := context.Background()
+
+	const requests, perRequest = 1000, 10
+	reqs := make([]*bot.Request, requests)
+	for i := range reqs {
+		reqs[i] = env.Submit(t, bot.NewRequest{Persona: "demo", Action: "deploy"})
+	}
+	var wg sync.WaitGroup
+	results := make(chan bot.Status, requests*perRequest)
+	for _, r := range reqs {
+		for range perRequest {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				got, err := env.Gateway.Wait(ctx, r.ID, time.Minute)
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				results <- got.Status
+			}()
+		}
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for env.Gateway.Waiting() < requests*perRequest {
+		if time.Now().After(deadline) {
+			t.Fatalf("only %d waiters registered", env.Gateway.Waiting())
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	subs, err := env.Redis.PubSubNumSub(ctx, env.Store.DecisionChannel()).Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := subs[env.Store.DecisionChannel()]; n != 1 {
+		t.Fatalf("%d subscriptions for %d waiters, want 1", n, env.Gateway.Waiting())
+	}
+	for _, r := range reqs {
+		env.React(t, alice, r, "✅")
+	}
+	wg.Wait()
+	close(results)
+	n := 0
+	for st := range results {
+		if st != bot.Approved {
+			t.Fatalf("a waiter woke with %s, want approved", st)
+		}
+		n++
+	}
+	if n != requests*perRequest {
+		t.Fatalf("%d waiters answered, want %d", n, requests*perRequest)
+	}
+}
