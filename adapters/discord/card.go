@@ -101,6 +101,7 @@ func decidedEdit(r *bot.Request, ref bot.MessageRef) *discordgo.MessageEdit {
 		e.Fields = append(e.Fields, &discordgo.MessageEmbedField{Name: "Decided at", Value: when(*r.DecidedAt), Inline: true})
 	}
 	e.Color = statusColor(r.Status)
+	e.Footer = &discordgo.MessageEmbedFooter{Text: "signoff · decided; later answers are recorded and ignored"}
 	embeds := []*discordgo.MessageEmbed{e}
 	components := []discordgo.MessageComponent{}
 	return &discordgo.MessageEdit{
