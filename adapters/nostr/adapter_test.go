@@ -136,6 +136,24 @@ func TestReactionMadeWhileRelayDownCountsAfterReconnect(t *testing.T) {
 	t.Logf("reaction delivered %d time(s), %d as a stored event after resubscribing", total, stored)
 }
 
+func TestClosedSubscriptionIsReopened(t *testing.T) {
+	relay := relaytest.Start(t)
+	alice := bottest.NewPerson("alice")
+	h := start(t, persona(alice, nil, 0, noteChannel(relay.URL())), []string{relay.URL()})
+	r := h.submit(t)
+	eventually(t, "the adapter's subscription", subscribed(relay))
+	_, reqsBefore := relay.Subscriptions()
+
+	if n := relay.CloseSubscriptions("error: shutting down idle subscriptions"); n == 0 {
+		t.Fatalf("no subscription to close")
+	}
+	eventually(t, "a new REQ after CLOSED", func() bool { open, reqs := relay.Subscriptions(); return open > 0 && reqs > reqsBefore })
+	publish(t, relay.URL(), reaction(alice, r.EventID, r.GatewayKey, "✅", time.Now()))
+	if got := h.env.Await(t, r.ID); got.Status != bot.Approved {
+		t.Fatalf("status = %s, want approved", got.Status)
+	}
+}
+
 func TestSameReactionViaAllRelaysCountsOnce(t *testing.T) {
 	rs := []*relaytest.Relay{relaytest.Start(t), relaytest.Start(t), relaytest.Start(t)}
 	alice, bob, carol := bottest.NewPerson("alice"), bottest.NewPerson("bob"), bottest.NewPerson("carol")

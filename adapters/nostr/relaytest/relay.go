@@ -148,6 +148,29 @@ func (r *Relay) Inject(raw []byte) int {
 	return len(ts)
 }
 
+// CloseSubscriptions ends every open subscription with a CLOSED message
+// carrying reason, as a relay enforcing limits or auth would.
+func (r *Relay) CloseSubscriptions(reason string) int {
+	type target struct {
+		c  *conn
+		id string
+	}
+	var ts []target
+	r.mu.Lock()
+	for c := range r.conns {
+		for id := range c.subs {
+			ts = append(ts, target{c, id})
+			delete(c.subs, id)
+		}
+	}
+	r.mu.Unlock()
+	for _, t := range ts {
+		b, _ := (&gonostr.ClosedEnvelope{SubscriptionID: t.id, Reason: reason}).MarshalJSON()
+		t.c.write(b)
+	}
+	return len(ts)
+}
+
 // Events returns the stored events matching f.
 func (r *Relay) Events(f gonostr.Filter) []gonostr.Event {
 	r.mu.Lock()
