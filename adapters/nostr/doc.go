@@ -18,7 +18,10 @@
 // reactions made while it was away): it reconnects with jittered
 // exponential backoff and resubscribes with since = the oldest watched
 // request's created_at minus a margin, so over-fetching is normal and
-// deduplicated. A NIP-09 deletion never undoes a vote: kind 5 is not
+// deduplicated. The websocket client is a small one of this package
+// (client.go: gobwas/ws plus go-nostr's envelopes and filters), because
+// go-nostr v0.38.2's Relay races on every close and reports a publish as
+// accepted when the connection drops before the relay's OK. A NIP-09 deletion never undoes a vote: kind 5 is not
 // subscribed to.
 //
 // What the adapter remembers about its own posts (mode, relays, channel
