@@ -120,6 +120,8 @@ func newHarness(t testing.TB, p bot.Persona, opts ...option) *harness {
 	return h
 }
 
+func slogJSON(w io.Writer) *slog.Logger { return slog.New(slog.NewJSONHandler(w, nil)) }
+
 func testLogger() *slog.Logger {
 	if testing.Verbose() {
 		return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))

@@ -93,7 +93,7 @@ func (a *Adapter) onEvent(ctx context.Context, raw []byte, evidence json.RawMess
 		return "", nil // a removed reaction changes nothing
 	case ev.Type != "reaction_added", ev.Item.Type != "message":
 		return "", nil
-	case ev.User == "" || ev.Item.Channel == "" || ev.Item.TS == "":
+	case !slackID(ev.User) || !slackID(ev.Item.Channel) || !slackTS(ev.Item.TS):
 		return "", errMalformed
 	}
 	own := a.ownUser(ctx)
@@ -155,7 +155,7 @@ func (a *Adapter) onInteraction(ctx context.Context, raw []byte, evidence json.R
 		default:
 			continue
 		}
-		if p.User.ID == "" {
+		if !slackID(p.User.ID) {
 			return nil, errMalformed
 		}
 		channel, ts := p.Container.ChannelID, p.Container.MessageTS
@@ -178,7 +178,12 @@ func (a *Adapter) onInteraction(ctx context.Context, raw []byte, evidence json.R
 			DedupKey:  "slack:action:" + stamp + ":" + p.User.ID,
 			Evidence:  evidence,
 		}
-		if b.RequestID == "" && (channel == "" || ts == "") {
+		switch {
+		case channel != "" && !slackID(channel), ts != "" && !slackTS(ts):
+			return nil, errMalformed
+		case b.RequestID == "" && (channel == "" || ts == ""):
+			return nil, errMalformed
+		case b.RequestID != "" && !slackID(b.RequestID):
 			return nil, errMalformed
 		}
 		rep := &reply{channel: channel, user: p.User.ID, responseURL: p.ResponseURL}
@@ -278,6 +283,39 @@ func reactionChoice(name string) bot.Choice {
 		return bot.Deny
 	}
 	return bot.Other
+}
+
+// slackID accepts what Slack and signoff use as ids (U…, C…, request
+// ids): 1 to 64 ASCII letters, digits, '_' or '-'.
+func slackID(s string) bool {
+	if len(s) == 0 || len(s) > 64 {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '_' || c == '-') {
+			return false
+		}
+	}
+	return true
+}
+
+// slackTS accepts a message timestamp: digits, a dot, digits.
+func slackTS(s string) bool {
+	secs, frac, ok := strings.Cut(s, ".")
+	return ok && digits(secs, 12) && digits(frac, 9)
+}
+
+func digits(s string, max int) bool {
+	if len(s) == 0 || len(s) > max {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		if s[i] < '0' || s[i] > '9' {
+			return false
+		}
+	}
+	return true
 }
 
 // fresh reports whether a message ts is within freshWindow of now.

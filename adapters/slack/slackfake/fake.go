@@ -476,11 +476,11 @@ func ReactionEvent(eventID, typ, user, reaction, channel, ts string) map[string]
 func BlockActions(user, channel, ts, actionID, value, actionTS, responseURL string) map[string]any {
 	return map[string]any{
 		"type": "block_actions", "api_app_id": AppID, "token": "fake-verification-token",
-		"user":      map[string]any{"id": user, "username": strings.ToLower(user), "team_id": TeamID},
-		"team":      map[string]any{"id": TeamID, "domain": "fake"},
-		"container": map[string]any{"type": "message", "message_ts": ts, "channel_id": channel, "is_ephemeral": false},
-		"channel":   map[string]any{"id": channel, "name": "approvals"},
-		"message":   map[string]any{"type": "message", "ts": ts, "bot_id": BotID, "user": BotUserID, "text": "⛔ approval needed"},
+		"user":         map[string]any{"id": user, "username": strings.ToLower(user), "team_id": TeamID},
+		"team":         map[string]any{"id": TeamID, "domain": "fake"},
+		"container":    map[string]any{"type": "message", "message_ts": ts, "channel_id": channel, "is_ephemeral": false},
+		"channel":      map[string]any{"id": channel, "name": "approvals"},
+		"message":      map[string]any{"type": "message", "ts": ts, "bot_id": BotID, "user": BotUserID, "text": "⛔ approval needed"},
 		"trigger_id":   "1.2.fake",
 		"response_url": responseURL,
 		"actions": []any{map[string]any{
