@@ -115,7 +115,7 @@ func serve(ctx context.Context, a *app, args []string) int {
 		Metrics:    bot.NewMetrics(reg),
 		Logger:     log,
 	}
-	plat, err := platforms(cfg, g, store, key, log)
+	plat, err := platforms(cfg, g, personas, key, log)
 	if err != nil {
 		return a.fail(err)
 	}
