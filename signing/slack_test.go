@@ -2,6 +2,7 @@ package signing
 
 import (
 	"errors"
+	"fmt"
 	"net/http"
 	"strconv"
 	"strings"
@@ -161,4 +162,18 @@ func FuzzVerifySlack(f *testing.F) {
 			t.Fatalf("changed body: %v, want ErrSlackSignature", err)
 		}
 	})
+}
+
+func ExampleVerifySlack() {
+	h := http.Header{}
+	h.Set(SlackTimestampHeader, "1531420618")
+	h.Set(SlackSignatureHeader, "v0=a2114d57b48eac39b9ad189dd8316235a7b4a8d21a10bd27519666489c69b503")
+	body := []byte(slackDocBody)
+
+	fmt.Println(VerifySlack(h, body, "8f742231b10e8888abcd99yyyzzz85a5", time.Unix(1531420618, 0).Add(time.Minute)))
+	err := VerifySlack(h, body, "8f742231b10e8888abcd99yyyzzz85a5", time.Unix(1531420618, 0).Add(time.Hour))
+	fmt.Println(errors.Is(err, ErrSlackStale), bot.ErrorCode(err))
+	// Output:
+	// <nil>
+	// true stale
 }

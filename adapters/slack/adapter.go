@@ -99,6 +99,8 @@ func (a *Adapter) ownUser(ctx context.Context) string {
 	if id != "" || a.cfg.BotToken == "" {
 		return id
 	}
+	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	defer cancel()
 	if err := a.Check(ctx); err != nil {
 		a.log.Warn("learn the bot's own user id", "err", err)
 		return ""

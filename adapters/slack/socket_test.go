@@ -2,6 +2,7 @@ package slack_test
 
 import (
 	"encoding/json"
+	"os"
 	"slices"
 	"strings"
 	"testing"
@@ -59,6 +60,21 @@ func TestSocketOwnerApprovesByReaction(t *testing.T) {
 	if v := got.Votes[0]; v.Proof != bot.ProofPlatform {
 		t.Errorf("vote proof = %q, want %q", v.Proof, bot.ProofPlatform)
 	}
+	// The audit log keeps the envelope as received on the socket.
+	ev := auditEvidence(t, h, "vote")
+	if len(ev) != 1 {
+		t.Fatalf("audit log has %d vote records, want 1", len(ev))
+	}
+	var socket struct {
+		Transport  string `json:"transport"`
+		EnvelopeID string `json:"envelope_id"`
+		Payload    struct {
+			EventID string `json:"event_id"`
+		} `json:"payload"`
+	}
+	if err := json.Unmarshal(ev[0], &socket); err != nil || socket.Transport != "socket_mode" || socket.EnvelopeID == "" || socket.Payload.EventID != "EvA1" {
+		t.Errorf("vote evidence = %s (%v), want the socket_mode envelope of EvA1", ev[0], err)
+	}
 
 	up, err := h.fake.Next(h.ctx(), "chat.update")
 	if err != nil {
@@ -80,6 +96,29 @@ func TestSocketOwnerApprovesByReaction(t *testing.T) {
 	if !strings.Contains(string(up.Blocks), mustJSONString(outcome)) {
 		t.Errorf("updated card does not show %q:\n%s", outcome, up.Blocks)
 	}
+}
+
+// auditEvidence returns the evidence of the audit records of type typ.
+func auditEvidence(t *testing.T, h *harness, typ string) []json.RawMessage {
+	t.Helper()
+	raw, err := os.ReadFile(h.env.AuditPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []json.RawMessage
+	for line := range strings.Lines(string(raw)) {
+		var rec struct {
+			Type     string          `json:"type"`
+			Evidence json.RawMessage `json:"evidence"`
+		}
+		if err := json.Unmarshal([]byte(line), &rec); err != nil {
+			t.Fatalf("audit line %q: %v", line, err)
+		}
+		if rec.Type == typ {
+			out = append(out, rec.Evidence)
+		}
+	}
+	return out
 }
 
 func mustJSONString(s string) string {
