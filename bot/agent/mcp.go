@@ -1,0 +1,156 @@
+package agent
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/signoff/signoff/bot"
+)
+
+// MCPOptions configures the MCP server.
+type MCPOptions struct {
+	Gateway    Gateway
+	Classifier Classifier
+	// Persona is used when a call names none.
+	Persona string
+	Version string
+	// Poll is how often a waiting request_approval sends progress, when
+	// the client asked for it (0: 10s).
+	Poll   time.Duration
+	Logger *slog.Logger
+}
+
+// ApprovalIn is request_approval's input.
+type ApprovalIn struct {
+	Action  string `json:"action" jsonschema:"what you want to do: a shell command, a tool call, a network destination, or plain words (deploy v2 to prod)"`
+	Reason  string `json:"reason,omitempty" jsonschema:"why you want to do it; people read this before they decide"`
+	Persona string `json:"persona,omitempty" jsonschema:"the persona whose people decide (default: the server's)"`
+	Kind    string `json:"kind,omitempty" jsonschema:"command, tool, network or text (default text; say command for a shell command so its risk is shown)"`
+}
+
+// ApprovalOut is request_approval's result.
+type ApprovalOut struct {
+	RequestID string   `json:"request_id"`
+	Status    string   `json:"status" jsonschema:"approved, denied or expired"`
+	Approved  bool     `json:"approved" jsonschema:"true only when people approved: proceed only then"`
+	DecidedBy []string `json:"decided_by" jsonschema:"who decided"`
+	Reason    string   `json:"reason" jsonschema:"the outcome, and why when no one decided"`
+	Level     string   `json:"level" jsonschema:"the action's risk: safe, caution or dangerous"`
+	Reasons   []string `json:"reasons" jsonschema:"why it has that risk"`
+}
+
+// ClassifyIn is the classify tool's input.
+type ClassifyIn struct {
+	Command string `json:"command" jsonschema:"a shell command line (bash syntax)"`
+}
+
+// NewMCPServer returns an MCP server with two tools: request_approval,
+// which asks the persona's people and blocks until they decide, and
+// classify, which gives a shell command its risk. Run it on a transport
+// (stdio for `signoff mcp`).
+func NewMCPServer(o MCPOptions) *mcp.Server {
+	v := o.Version
+	if v == "" {
+		v = "dev"
+	}
+	s := mcp.NewServer(&mcp.Implementation{Name: "signoff", Title: "signoff approval gateway", Version: v},
+		&mcp.ServerOptions{Logger: o.Logger, Instructions: "Before anything irreversible (deleting data, force-pushing, deploying, publishing, spending money), " +
+			"call request_approval and proceed only when it returns approved=true. A denial or an expiry is final: do not try to reach the same result another way."})
+	mcp.AddTool(s, &mcp.Tool{
+		Name:  "request_approval",
+		Title: "Ask people to approve an action",
+		Description: "Asks the people who own this agent to approve an action, and blocks until they answer " +
+			"(or the persona's timeout passes: silence is a deny). Proceed only when approved is true.",
+	}, o.requestApproval)
+	mcp.AddTool(s, &mcp.Tool{
+		Name:        "classify",
+		Title:       "Risk of a shell command",
+		Description: "Gives a shell command its risk level (safe, caution, dangerous) and the reasons, without running it or asking anyone.",
+		Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true},
+	}, o.classify)
+	return s
+}
+
+func (o MCPOptions) classify(_ context.Context, _ *mcp.CallToolRequest, in ClassifyIn) (*mcp.CallToolResult, Verdict, error) {
+	if o.Classifier == nil {
+		return nil, Verdict{}, errors.New("no classifier configured")
+	}
+	if strings.TrimSpace(in.Command) == "" {
+		return nil, Verdict{}, errors.New("command is empty")
+	}
+	v := Classify(o.Classifier, in.Command)
+	return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: v.String()}}}, v, nil
+}
+
+func (o MCPOptions) requestApproval(ctx context.Context, req *mcp.CallToolRequest, in ApprovalIn) (*mcp.CallToolResult, ApprovalOut, error) {
+	var none ApprovalOut
+	if o.Gateway == nil {
+		return nil, none, errors.New("no gateway configured; not approved")
+	}
+	if strings.TrimSpace(in.Action) == "" {
+		return nil, none, errors.New("action is empty; say what you want to do")
+	}
+	n := bot.NewRequest{Persona: in.Persona, Action: in.Action, Reason: in.Reason, Kind: bot.Kind(in.Kind)}
+	if n.Persona == "" {
+		n.Persona = o.Persona
+	}
+	if n.Kind == "" {
+		n.Kind = bot.KindText
+	}
+	r, err := o.Gateway.Submit(ctx, n)
+	if err != nil {
+		return nil, none, fmt.Errorf("could not ask for approval: %s; not approved", errorText(err))
+	}
+
+	var progress func(*bot.Request)
+	if token := req.Params.GetProgressToken(); token != nil && req.Session != nil {
+		total := r.Deadline.Sub(r.CreatedAt).Seconds()
+		last := 0.0
+		progress = func(r *bot.Request) {
+			now := time.Now()
+			p := max(now.Sub(r.CreatedAt).Seconds(), last+0.001)
+			last = p
+			err := req.Session.NotifyProgress(ctx, &mcp.ProgressNotificationParams{
+				ProgressToken: token, Progress: p, Total: total,
+				Message: "request " + r.ID + ": " + Waiting(r, now),
+			})
+			if err != nil && o.Logger != nil {
+				o.Logger.Debug("progress notification", "id", r.ID, "err", err)
+			}
+		}
+	}
+	poll := o.Poll
+	if poll <= 0 {
+		poll = 10 * time.Second
+	}
+	r, err = Await(ctx, o.Gateway, r, poll, progress)
+	if err != nil {
+		return nil, none, fmt.Errorf("request %s: %s; not approved", r.ID, errorText(err))
+	}
+	out := ApprovalOut{
+		RequestID: r.ID, Status: string(r.Status), Approved: r.Status == bot.Approved,
+		DecidedBy: r.DecidedBy, Reason: r.DecisionReason, Level: string(r.Level), Reasons: r.Reasons,
+	}
+	if out.DecidedBy == nil {
+		out.DecidedBy = []string{}
+	}
+	if out.Reasons == nil {
+		out.Reasons = []string{}
+	}
+	if out.Reason == "" {
+		out.Reason = bot.Outcome(r)
+	}
+	text := bot.Outcome(r) + " (request " + r.ID + ")"
+	if r.Status == bot.Approved {
+		text += ". Approved: you may proceed with exactly this: " + clip(r.Action, 500)
+	} else {
+		text += ". Not approved: do not proceed, and do not try to reach the same result another way."
+	}
+	return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: text}}}, out, nil
+}
