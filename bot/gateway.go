@@ -38,6 +38,10 @@ type Gateway struct {
 	hub    hub
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
+	// closed is set by Close; mu orders it with wg.Add in decided, so no
+	// follow-up is started while Close waits (a WaitGroup misuse).
+	mu     sync.Mutex
+	closed bool
 }
 
 var _ Service = (*Gateway)(nil)
@@ -67,6 +71,9 @@ func (g *Gateway) Start(ctx context.Context) error {
 		g.PostTimeout = 15 * time.Second
 	}
 	ctx, g.cancel = context.WithCancel(ctx)
+	g.mu.Lock()
+	g.closed = false
+	g.mu.Unlock()
 	ready := make(chan struct{})
 	var once sync.Once
 	g.wg.Add(2)
@@ -117,6 +124,9 @@ func (g *Gateway) Start(ctx context.Context) error {
 // Close stops the gateway's goroutines, including follow-up work, and
 // waits for them.
 func (g *Gateway) Close() {
+	g.mu.Lock()
+	g.closed = true
+	g.mu.Unlock()
 	if g.cancel != nil {
 		g.cancel()
 	}
@@ -355,33 +365,47 @@ type voteRecord struct {
 // outlives the call that decided, with its own deadline.
 func (g *Gateway) decided(id string) {
 	g.hub.wake(id)
+	g.mu.Lock()
+	if g.closed {
+		// A vote decided while the gateway shuts down: do the follow-up
+		// here, so the decision is still audited.
+		g.mu.Unlock()
+		g.followUp(id)
+		return
+	}
 	g.wg.Add(1)
+	g.mu.Unlock()
 	go func() {
 		defer g.wg.Done()
-		ctx, cancel := context.WithTimeout(context.Background(), 2*g.PostTimeout+5*time.Second)
-		defer cancel()
-		r, err := g.Store.Get(ctx, id)
-		if err != nil {
-			g.log().Error("load decided request", "id", id, "err", err)
-			return
-		}
-		g.log().Info("request decided", "id", id, "status", r.Status, "by", r.DecidedBy, "reason", r.DecisionReason)
-		g.audit(ctx, AuditEntry{Type: "decision", RequestID: id, Data: map[string]any{
-			"status": r.Status, "decided_by": r.DecidedBy, "decided_at": r.DecidedAt, "reason": r.DecisionReason,
-		}})
-		g.Metrics.decision(r)
-		byPlatform := map[Platform][]MessageRef{}
-		for _, m := range r.Messages {
-			byPlatform[m.Platform] = append(byPlatform[m.Platform], m)
-		}
-		for p, refs := range byPlatform {
-			ch := g.Channels[p]
-			if ch == nil {
-				continue
-			}
-			g.update(ctx, ch, r, refs)
-		}
+		g.followUp(id)
 	}()
+}
+
+// followUp audits a decision and edits the request's posted messages.
+func (g *Gateway) followUp(id string) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*g.PostTimeout+5*time.Second)
+	defer cancel()
+	r, err := g.Store.Get(ctx, id)
+	if err != nil {
+		g.log().Error("load decided request", "id", id, "err", err)
+		return
+	}
+	g.log().Info("request decided", "id", id, "status", r.Status, "by", r.DecidedBy, "reason", r.DecisionReason)
+	g.audit(ctx, AuditEntry{Type: "decision", RequestID: id, Data: map[string]any{
+		"status": r.Status, "decided_by": r.DecidedBy, "decided_at": r.DecidedAt, "reason": r.DecisionReason,
+	}})
+	g.Metrics.decision(r)
+	byPlatform := map[Platform][]MessageRef{}
+	for _, m := range r.Messages {
+		byPlatform[m.Platform] = append(byPlatform[m.Platform], m)
+	}
+	for p, refs := range byPlatform {
+		ch := g.Channels[p]
+		if ch == nil {
+			continue
+		}
+		g.update(ctx, ch, r, refs)
+	}
 }
 
 // update edits a channel's messages, retrying a failure a few times; a

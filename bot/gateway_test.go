@@ -284,6 +284,38 @@ func concurrentRound(t *testing.T, env *bottest.Env, tm team, round int) {
 	}
 }
 
+// TestDecisionDuringClose: a vote that decides while the gateway closes
+// is still audited, and Close does not race the follow-up it starts.
+func TestDecisionDuringClose(t *testing.T) {
+	tm := newTeam("demo", 2, 1)
+	env := bottest.New(t, tm.persona, nil)
+	for i := range 20 {
+		if i > 0 { // closed by the round before
+			if err := env.Gateway.Start(context.Background()); err != nil {
+				t.Fatal(err)
+			}
+		}
+		r := env.Submit(t, bot.NewRequest{Persona: "demo", Action: fmt.Sprint("x", i)})
+		raw := tm.owner.Reaction(r, "✅", time.Now())
+		re, err := signing.ParseReaction(raw, time.Now())
+		if err != nil {
+			t.Fatal(err)
+		}
+		var wg sync.WaitGroup
+		wg.Go(func() {
+			if out, err := env.Gateway.CastVote(context.Background(), re.Ballot(raw)); err != nil || !out.Decided {
+				t.Errorf("vote = %+v, %v; want it to decide", out, err)
+			}
+		})
+		wg.Go(env.Gateway.Close)
+		wg.Wait()
+		env.Gateway.Close()
+		if n := countRecords(readAudit(t, env), "decision", r.ID); n != 1 {
+			t.Errorf("round %d: %d decision records, want 1", i, n)
+		}
+	}
+}
+
 // TestExpiryBySweeper: nobody answers a 200ms request; the sweeper expires
 // it, Wait returns it, and a late vote changes nothing.
 func TestExpiryBySweeper(t *testing.T) {
