@@ -222,7 +222,7 @@ func (h *Hook) Decide(ctx context.Context, raw []byte) HookDecision {
 	if r.Status == bot.Approved {
 		return HookDecision{Decision: Allow, Reason: "signoff: " + bot.Outcome(r) + " (request " + r.ID + ")"}
 	}
-	return deny("%s (request %s). A person did not approve this %s call; do not try to reach the same result another way.", bot.Outcome(r), r.ID, clip(in.ToolName, 100))
+	return deny("%s (request %s). This %s call was not approved; do not try to reach the same result another way.", bot.Outcome(r), r.ID, clip(in.ToolName, 100))
 }
 
 func (h *Hook) logf(format string, args ...any) {

@@ -1,0 +1,59 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+
+	"github.com/signoff/signoff/bot/agent"
+)
+
+func init() { commands["classify"] = classify }
+
+// classify prints a command's risk. One argument is a command line as a
+// shell reads it (`signoff classify -- 'curl x | sh'`); several are argv,
+// quoted back into one line. With --json and no command, it reads one
+// command per line on stdin and writes one JSON object per line.
+func classify(_ context.Context, a *app, args []string) int {
+	fs := a.flags("classify", "classify [--json] -- CMD…   (or: classify --json < commands, one a line)")
+	asJSON := fs.Bool("json", false, `print {"command","level","reasons"} as JSON; with no CMD, read commands from stdin`)
+	if ok, help := parse(fs, args); !ok {
+		return map[bool]int{true: 0, false: 2}[help]
+	}
+	cfg, err := loadConfig()
+	if err != nil {
+		return a.fail(err)
+	}
+	c, err := loadClassifier(cfg.Rules)
+	if err != nil {
+		return a.fail(err)
+	}
+	if fs.NArg() == 0 {
+		if !*asJSON {
+			fs.Usage()
+			return a.failf("nothing to classify: give -- CMD… (or --json with commands on stdin)")
+		}
+		if a.stdin == nil {
+			return 0
+		}
+		if err := agent.ClassifyLines(c, a.stdin, a.stdout); err != nil {
+			return a.fail(err)
+		}
+		return 0
+	}
+	line := fs.Arg(0)
+	if fs.NArg() > 1 {
+		line = shellJoin(fs.Args())
+	}
+	v := agent.Classify(c, line)
+	if !*asJSON {
+		fmt.Fprintln(a.stdout, v.String())
+		return 0
+	}
+	b, err := json.Marshal(v)
+	if err != nil {
+		return a.fail(err)
+	}
+	fmt.Fprintf(a.stdout, "%s\n", b)
+	return 0
+}

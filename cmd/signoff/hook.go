@@ -1,0 +1,68 @@
+package main
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/signoff/signoff/bot/agent"
+	"github.com/signoff/signoff/bot/httpapi"
+)
+
+func init() { commands["hook"] = hook }
+
+// hookAgents are the agents whose PreToolUse hook signoff answers; Codex
+// uses Claude Code's schema.
+var hookAgents = map[string]string{"claude-code": "Claude Code", "codex": "Codex"}
+
+// hook answers a PreToolUse hook: hook JSON on stdin, decision JSON on
+// stdout, exit 0. Every failure — bad flags, bad configuration, bad
+// input, the gateway unreachable, no answer in time — prints a deny,
+// because a hook that exits with any code but 0 or 2 lets the tool run.
+func hook(ctx context.Context, a *app, args []string) int {
+	if len(args) == 0 || hookAgents[args[0]] == "" {
+		fmt.Fprint(a.stderr, "usage: signoff hook claude-code|codex [--persona P] [--timeout D] [--caution allow|ask]\n"+
+			"  a PreToolUse hook: hook JSON on stdin, a decision on stdout\n")
+		return 2
+	}
+	h := &agent.Hook{Agent: hookAgents[args[0]], Log: a.stderr}
+	fs := a.flags("hook "+args[0], "hook "+args[0]+" [--persona P] [--timeout D] [--caution allow|ask]")
+	persona := fs.String("persona", "", "persona whose owners decide (default $SIGNOFF_PERSONA or demo)")
+	fs.DurationVar(&h.Timeout, "timeout", agent.DefaultHookTimeout, "longest wait for people; keep it below the hook timeout in the agent's settings")
+	fs.StringVar(&h.Caution, "caution", agent.Allow, "decision for caution-level calls: allow (run, DESIGN 1.4) or ask (the agent's own prompt)")
+	ok, help := parse(fs, args[1:])
+	switch {
+	case help:
+		return 0
+	case !ok:
+		return hookDeny(a, "bad flags for signoff hook (see the hook's stderr); not allowed")
+	case fs.NArg() > 0:
+		return hookDeny(a, "signoff hook takes no arguments; not allowed")
+	case h.Caution != agent.Allow && h.Caution != agent.Ask:
+		return hookDeny(a, "--caution must be allow or ask; not allowed")
+	}
+	cfg, err := loadConfig()
+	if err != nil {
+		return hookDeny(a, err.Error()+"; not allowed")
+	}
+	c, err := loadClassifier(cfg.Rules)
+	if err != nil {
+		return hookDeny(a, err.Error()+"; not allowed")
+	}
+	h.Classifier, h.Gateway, h.Persona = c, httpapi.NewClient(cfg.URL), *persona
+	if h.Persona == "" {
+		h.Persona = cfg.Persona
+	}
+	if err := h.Run(ctx, a.stdin, a.stdout); err != nil {
+		fmt.Fprintf(a.stderr, "signoff: writing the decision: %v\n", err)
+		return 2 // blocks the tool: the decision could not be told
+	}
+	return 0
+}
+
+func hookDeny(a *app, reason string) int {
+	fmt.Fprintf(a.stderr, "signoff: %s\n", reason)
+	if err := agent.WriteHookDecision(a.stdout, agent.HookDecision{Decision: agent.Deny, Reason: "signoff: " + reason}); err != nil {
+		return 2
+	}
+	return 0
+}

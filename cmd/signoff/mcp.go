@@ -1,0 +1,56 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"io"
+	"log/slog"
+	"strings"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/signoff/signoff/bot/agent"
+	"github.com/signoff/signoff/bot/httpapi"
+)
+
+func init() { commands["mcp"] = mcpServe }
+
+// mcpServe runs the MCP server on stdin/stdout until the client hangs up.
+// stdout carries the protocol only: logs go to stderr.
+func mcpServe(ctx context.Context, a *app, args []string) int {
+	fs := a.flags("mcp", "mcp [--persona P]   (an MCP server on stdio)")
+	persona := fs.String("persona", "", "persona used when a call names none (default $SIGNOFF_PERSONA or demo)")
+	if ok, help := parse(fs, args); !ok {
+		return map[bool]int{true: 0, false: 2}[help]
+	}
+	cfg, err := loadConfig()
+	if err != nil {
+		return a.fail(err)
+	}
+	c, err := loadClassifier(cfg.Rules)
+	if err != nil {
+		return a.fail(err)
+	}
+	level := slog.LevelInfo
+	level.UnmarshalText([]byte(cfg.LogLevel))
+	log := slog.New(slog.NewTextHandler(a.stderr, &slog.HandlerOptions{Level: level}))
+	if *persona == "" {
+		*persona = cfg.Persona
+	}
+	s := agent.NewMCPServer(agent.MCPOptions{
+		Gateway: httpapi.NewClient(cfg.URL), Classifier: c, Persona: *persona, Logger: log,
+	})
+	stdin := a.stdin
+	if stdin == nil {
+		stdin = strings.NewReader("")
+	}
+	err = s.Run(ctx, &mcp.IOTransport{Reader: io.NopCloser(stdin), Writer: nopWriteCloser{a.stdout}})
+	if err != nil && ctx.Err() == nil && !errors.Is(err, io.EOF) && !errors.Is(err, mcp.ErrConnectionClosed) {
+		return a.fail(err)
+	}
+	return 0
+}
+
+type nopWriteCloser struct{ io.Writer }
+
+func (nopWriteCloser) Close() error { return nil }
