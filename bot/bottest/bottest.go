@@ -12,7 +12,6 @@ import (
 	"encoding/json"
 	"io"
 	"log/slog"
-	"net"
 	"os"
 	"path/filepath"
 	"testing"
@@ -64,9 +63,9 @@ func Start(t testing.TB, backend string) *Server {
 	switch backend {
 	case "embedded":
 		// As qredis.Embedded: TTLs follow the clock, no listener.
-		s.m = miniredis.NewMiniRedis()
-		s.m.ClockTTL(true)
-		t.Cleanup(s.m.Close)
+		var stop func()
+		s.m, stop = qredis.StartEmbedded()
+		t.Cleanup(stop)
 	case "redis":
 		s.url = os.Getenv("SIGNOFF_TEST_REDIS_URL")
 		if s.url == "" {
@@ -90,12 +89,7 @@ func (s *Server) Client(t testing.TB) goredis.UniversalClient {
 	t.Helper()
 	var c goredis.UniversalClient
 	if s.m != nil {
-		m := s.m
-		c = goredis.NewClient(&goredis.Options{
-			Addr:     "embedded",
-			Dialer:   func(context.Context, string, string) (net.Conn, error) { return m.Dial() },
-			Protocol: 2,
-		})
+		c = qredis.EmbeddedClient(s.m)
 	} else {
 		var err error
 		if c, err = qredis.Open(s.url); err != nil {

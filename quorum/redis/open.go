@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net"
 	"net/url"
+	"sync"
 	"time"
 
 	"github.com/alicebob/miniredis/v2"
@@ -47,38 +48,56 @@ func Open(rawURL string) (goredis.UniversalClient, error) {
 	return goredis.NewClient(o), nil
 }
 
-// Embedded starts an in-process Redis (miniredis) and a client for it that
-// needs no network. Nothing is kept when the process ends. Call the
-// returned func to stop it.
-//
-// TTLs (only used to drop decided requests after the retention period)
-// are advanced by a ticker rather than miniredis' ClockTTL, which would walk
-// every key with a TTL on every command. Deadlines never rely on TTLs.
+// Embedded starts an in-process Redis (miniredis) with TTLs following the
+// wall clock, and a client for it that needs no network. Nothing is kept
+// when the process ends. Call the returned func to stop it.
 func Embedded() (goredis.UniversalClient, func(), error) {
-	m := miniredis.NewMiniRedis()
-	c := goredis.NewClient(&goredis.Options{
+	m, stop := StartEmbedded()
+	c := EmbeddedClient(m)
+	return c, func() { c.Close(); stop() }, nil
+}
+
+// StartEmbedded starts the in-process server Embedded uses. Its TTLs are
+// advanced by the wall clock once a second rather than by miniredis's
+// ClockTTL, which walks and sorts every key with a TTL on every command,
+// so a vote's cost grew with the number of requests kept. TTLs here are
+// retention periods (deadlines live in a sorted set), so a second's
+// resolution is plenty. Call stop to end it.
+func StartEmbedded() (m *miniredis.Miniredis, stop func()) {
+	m = miniredis.NewMiniRedis()
+	done := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		t := time.NewTicker(time.Second)
+		defer t.Stop()
+		last := time.Now()
+		for {
+			select {
+			case <-done:
+				return
+			case now := <-t.C:
+				m.FastForward(now.Sub(last))
+				last = now
+			}
+		}
+	})
+	var once sync.Once
+	return m, func() {
+		once.Do(func() {
+			close(done)
+			wg.Wait()
+			m.Close()
+		})
+	}
+}
+
+// EmbeddedClient returns a client for m that dials it in process.
+func EmbeddedClient(m *miniredis.Miniredis) *goredis.Client {
+	return goredis.NewClient(&goredis.Options{
 		Addr: "embedded",
 		Dialer: func(context.Context, string, string) (net.Conn, error) {
 			return m.Dial()
 		},
 		Protocol: 2,
-		PoolSize: 256,
 	})
-	done := make(chan struct{})
-	stopped := make(chan struct{})
-	go func() {
-		defer close(stopped)
-		const every = 10 * time.Second
-		t := time.NewTicker(every)
-		defer t.Stop()
-		for {
-			select {
-			case <-done:
-				return
-			case <-t.C:
-				m.FastForward(every)
-			}
-		}
-	}()
-	return c, func() { close(done); <-stopped; c.Close(); m.Close() }, nil
 }

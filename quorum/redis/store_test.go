@@ -443,3 +443,33 @@ func BenchmarkRecordVote(b *testing.B) {
 		})
 	}
 }
+
+// TestEmbeddedTTLFollowsClock: the embedded server's keys expire in real
+// time, as a retention period needs.
+func TestEmbeddedTTLFollowsClock(t *testing.T) {
+	c, stop, err := qredis.Embedded()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stop()
+	ctx := context.Background()
+	if err := c.Set(ctx, "short", "x", time.Second).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Set(ctx, "long", "x", time.Hour).Err(); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for c.Exists(ctx, "short").Val() == 1 {
+		if time.Now().After(deadline) {
+			t.Fatal("a key with a 1s TTL still exists after 5s")
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	if c.Exists(ctx, "long").Val() != 1 {
+		t.Error("a key with a 1h TTL is gone")
+	}
+	if ttl := c.TTL(ctx, "long").Val(); ttl > time.Hour || ttl < 59*time.Minute {
+		t.Errorf("TTL = %s, want just under 1h", ttl)
+	}
+}
