@@ -229,7 +229,7 @@ func ParsePersona(file string, data []byte) (bot.Persona, Problems) {
 		return bot.Persona{}, ps
 	}
 	var f personaFile
-	if err := yaml.UnmarshalWithOptions(data, &f, yaml.Strict()); err != nil {
+	if err := decodeYAML(data, &f); err != nil {
 		add(yamlErrorPos(err), false, "%s", yamlErrorMessage(err))
 		return bot.Persona{}, ps
 	}
@@ -507,6 +507,18 @@ func LoadDir(dir string) ([]bot.Persona, Problems, error) {
 		out = append(out, p)
 	}
 	return out, ps, nil
+}
+
+// decodeYAML decodes strictly. go-yaml panics on some malformed input
+// (a tag on an empty sequence: "relays: !0"); that is a bad file, not a
+// reason to stop the gateway or `personas check`.
+func decodeYAML(data []byte, f *personaFile) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("the YAML cannot be read (%v)", r)
+		}
+	}()
+	return yaml.UnmarshalWithOptions(data, f, yaml.Strict())
 }
 
 func yamlErrorPos(err error) text {

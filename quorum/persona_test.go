@@ -158,6 +158,7 @@ func TestParsePersonaProblems(t *testing.T) {
 		{"bad discord channel", "name: demo\n" + owner + "channels:\n  - discord: general\n", "6:14", "discord channel", false},
 		{"channel naming two platforms", "name: demo\n" + owner + "channels:\n  - slack: C0123\n    discord: \"998877665544332211\"\n", "6:5", "exactly one", false},
 		{"empty channel", "name: demo\n" + owner + "channels:\n  - {}\n", "6:5", "exactly one", false},
+		{"a tag on an empty list (go-yaml panics on it)", "name: demo\n" + owner + "channels:\n  - nostr:\n      relays: !0\n", "", "cannot be read", false},
 		{"channels not a list", "name: demo\n" + owner + "channels: slack\n", "5:11", "", false},
 		{"nostr channel without relays", "name: demo\n" + owner + "channels:\n  - nostr:\n      mode: note\n", "6:5", "needs relays", false},
 		{"bad relay", "name: demo\n" + owner + "channels:\n  - nostr:\n      relays: [https://relay.example.com]\n", "7:16", "not a ws:// or wss:// URL", false},
