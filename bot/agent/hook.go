@@ -93,7 +93,7 @@ func deny(format string, args ...any) HookDecision {
 
 // ParseHookInput reads and checks a PreToolUse hook's JSON: an object
 // naming a tool, with an object as the tool's input, for the PreToolUse
-// event (or none named).
+// event (or none named; pre_tool_use is the same event).
 func ParseHookInput(b []byte) (HookInput, error) {
 	var in HookInput
 	b = bytes.TrimSpace(b)
@@ -107,7 +107,8 @@ func ParseHookInput(b []byte) (HookInput, error) {
 	if dec.More() {
 		return in, errors.New("hook input holds more than one JSON value")
 	}
-	if in.HookEventName != "" && in.HookEventName != "PreToolUse" {
+	// Codex may spell the event pre_tool_use.
+	if ev := strings.ToLower(strings.ReplaceAll(in.HookEventName, "_", "")); ev != "" && ev != "pretooluse" {
 		return in, fmt.Errorf("this hook answers PreToolUse only, not %q", clip(in.HookEventName, 100))
 	}
 	if strings.TrimSpace(in.ToolName) == "" {

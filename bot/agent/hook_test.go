@@ -93,6 +93,7 @@ func TestHookDecisions(t *testing.T) {
 		{"two values", approve, "", hookJSON("Read", map[string]any{"file_path": "a"}) + hookJSON("Read", map[string]any{"file_path": "b"}), agent.Deny, "more than one", ""},
 		{"no tool", approve, "", `{"hook_event_name":"PreToolUse","tool_input":{}}`, agent.Deny, "names no tool", ""},
 		{"tool_input not an object", approve, "", `{"tool_name":"Bash","tool_input":"rm -rf /"}`, agent.Deny, "not a JSON object", ""},
+		{"codex event spelling", approve, "", `{"hook_event_name":"pre_tool_use","tool_name":"Bash","tool_input":{"command":"ls"}}`, agent.Allow, "safe", ""},
 		{"other event", approve, "", `{"hook_event_name":"PostToolUse","tool_name":"Bash","tool_input":{"command":"ls"}}`, agent.Deny, "PreToolUse only", ""},
 		{"unknown tool is caution", approve, "", hookJSON("mcp__notes__add", map[string]any{"text": "hi"}), agent.Allow, "caution (unknown tool", ""},
 	} {
