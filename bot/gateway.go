@@ -231,6 +231,15 @@ func (g *Gateway) Submit(ctx context.Context, n NewRequest) (*Request, error) {
 	if len(refs) > 0 {
 		if err := g.Store.AddMessages(ctx, r.ID, refs); err != nil {
 			g.log().Error("record posted messages", "id", r.ID, "err", err)
+		} else if cur, gerr := g.Store.Get(ctx, r.ID); gerr == nil && cur.Status.Final() {
+			// Decided while it was being posted (a fast answer, a short
+			// timeout): the follow-up may have read the message list
+			// before these were added, so edit them too.
+			g.background(func() {
+				ctx, cancel := context.WithTimeout(context.Background(), 2*g.PostTimeout+5*time.Second)
+				defer cancel()
+				g.edit(ctx, cur, refs)
+			})
 		}
 	}
 	if err != nil {
@@ -365,19 +374,23 @@ type voteRecord struct {
 // outlives the call that decided, with its own deadline.
 func (g *Gateway) decided(id string) {
 	g.hub.wake(id)
+	g.background(func() { g.followUp(id) })
+}
+
+// background runs fn on a goroutine Close waits for; once the gateway is
+// closing it runs fn here, so a decision made then is still audited.
+func (g *Gateway) background(fn func()) {
 	g.mu.Lock()
 	if g.closed {
-		// A vote decided while the gateway shuts down: do the follow-up
-		// here, so the decision is still audited.
 		g.mu.Unlock()
-		g.followUp(id)
+		fn()
 		return
 	}
 	g.wg.Add(1)
 	g.mu.Unlock()
 	go func() {
 		defer g.wg.Done()
-		g.followUp(id)
+		fn()
 	}()
 }
 
@@ -395,16 +408,20 @@ func (g *Gateway) followUp(id string) {
 		"status": r.Status, "decided_by": r.DecidedBy, "decided_at": r.DecidedAt, "reason": r.DecisionReason,
 	}})
 	g.Metrics.decision(r)
+	g.edit(ctx, r, r.Messages)
+}
+
+// edit shows r's outcome on the given posted messages, platform by
+// platform.
+func (g *Gateway) edit(ctx context.Context, r *Request, refs []MessageRef) {
 	byPlatform := map[Platform][]MessageRef{}
-	for _, m := range r.Messages {
+	for _, m := range refs {
 		byPlatform[m.Platform] = append(byPlatform[m.Platform], m)
 	}
 	for p, refs := range byPlatform {
-		ch := g.Channels[p]
-		if ch == nil {
-			continue
+		if ch := g.Channels[p]; ch != nil {
+			g.update(ctx, ch, r, refs)
 		}
-		g.update(ctx, ch, r, refs)
 	}
 }
 
