@@ -19,6 +19,9 @@ type MCPOptions struct {
 	Classifier Classifier
 	// Persona is used when a call names none.
 	Persona string
+	// LockPersona refuses calls that name another persona, so the agent
+	// cannot shop for a more lenient electorate.
+	LockPersona bool
 	Version string
 	// Poll is how often a waiting request_approval sends progress, when
 	// the client asked for it (0: 10s).
@@ -97,6 +100,9 @@ func (o MCPOptions) requestApproval(ctx context.Context, req *mcp.CallToolReques
 		return nil, none, errors.New("action is empty; say what you want to do")
 	}
 	n := bot.NewRequest{Persona: in.Persona, Action: in.Action, Reason: in.Reason, Kind: bot.Kind(in.Kind)}
+	if o.LockPersona && n.Persona != "" && n.Persona != o.Persona {
+		return nil, none, fmt.Errorf("this server asks persona %q only, not %q; not approved", o.Persona, n.Persona)
+	}
 	if n.Persona == "" {
 		n.Persona = o.Persona
 	}

@@ -160,6 +160,24 @@ func TestMCPBadInput(t *testing.T) {
 	}
 }
 
+// TestMCPLockedPersona: a server started for one persona refuses calls
+// naming another, so the agent cannot pick its own electorate.
+func TestMCPLockedPersona(t *testing.T) {
+	l := newLive(t, time.Minute)
+	cs := connect(t, agent.MCPOptions{Gateway: l.client, Persona: "demo", LockPersona: true}, nil)
+	ctx := context.Background()
+	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "request_approval", Arguments: map[string]any{"action": "deploy", "persona": "lenient"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !res.IsError || !strings.Contains(text(res), `asks persona "demo" only`) {
+		t.Fatalf("got IsError=%v %q, want a refusal naming the locked persona", res.IsError, text(res))
+	}
+	if rs, _ := l.env.Gateway.List(ctx, bot.Filter{}); len(rs) != 0 {
+		t.Errorf("the refused call created %d requests", len(rs))
+	}
+}
+
 func TestMCPRequestApproval(t *testing.T) {
 	for _, tc := range []struct {
 		react    string

@@ -19,7 +19,7 @@ func init() { commands["mcp"] = mcpServe }
 // stdout carries the protocol only: logs go to stderr.
 func mcpServe(ctx context.Context, a *app, args []string) int {
 	fs := a.flags("mcp", "mcp [--persona P]   (an MCP server on stdio)")
-	persona := fs.String("persona", "", "persona used when a call names none (default $SIGNOFF_PERSONA or demo)")
+	persona := fs.String("persona", "", "the only persona calls may ask (default: calls may name any; $SIGNOFF_PERSONA or demo when they name none)")
 	if ok, help := parse(fs, args); !ok {
 		return map[bool]int{true: 0, false: 2}[help]
 	}
@@ -34,11 +34,12 @@ func mcpServe(ctx context.Context, a *app, args []string) int {
 	level := slog.LevelInfo
 	level.UnmarshalText([]byte(cfg.LogLevel))
 	log := slog.New(slog.NewTextHandler(a.stderr, &slog.HandlerOptions{Level: level}))
-	if *persona == "" {
+	locked := *persona != ""
+	if !locked {
 		*persona = cfg.Persona
 	}
 	s := agent.NewMCPServer(agent.MCPOptions{
-		Gateway: httpapi.NewClient(cfg.URL), Classifier: c, Persona: *persona, Logger: log,
+		Gateway: httpapi.NewClient(cfg.URL), Classifier: c, Persona: *persona, LockPersona: locked, Logger: log,
 	})
 	stdin := a.stdin
 	if stdin == nil {
