@@ -59,6 +59,24 @@ func awaitPending(t *testing.T) *bot.Request {
 	return nil
 }
 
+// awaitNonePending waits until no request is pending, so a case that gave
+// up waiting (its request still expiring) does not leak into the next.
+func awaitNonePending(t *testing.T) {
+	t.Helper()
+	c := httpapi.NewClient(os.Getenv("SIGNOFF_URL"))
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		rs, err := c.List(context.Background(), bot.Filter{Status: bot.Pending})
+		if err == nil && len(rs) == 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d requests still pending after 10s (%v)", len(rs), err)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
 func finished(t *testing.T, ch <-chan result) result {
 	t.Helper()
 	select {

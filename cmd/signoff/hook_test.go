@@ -64,6 +64,8 @@ func TestHook(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			if tc.url != "" {
 				t.Setenv("SIGNOFF_URL", tc.url)
+			} else {
+				defer awaitNonePending(t)
 			}
 			agentName := "claude-code"
 			if tc.name == "codex alias" {
