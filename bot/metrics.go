@@ -26,7 +26,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Buckets: []float64{0.05, 0.1, 0.5, 1, 5, 15, 30, 60, 120, 300, 600, 1800, 3600},
 		}),
 		submittedTotal: prometheus.NewCounter(prometheus.CounterOpts{
-			Name: "signoff_requests_submittedTotaltotal", Help: "Requests submitted.",
+			Name: "signoff_requests_submitted_total", Help: "Requests submitted.",
 		}),
 	}
 	reg.MustRegister(m.requests, m.votes, m.latency, m.submittedTotal)

@@ -184,9 +184,11 @@ func (e *ChainError) Error() string {
 }
 
 // VerifyAudit checks every record read from r: well-formed, numbered in
-// order, chained to the one before, hash recomputed, signature valid. If
-// signer is not empty every record must be signed by that key. It returns
-// the number of good records and the first break as a *ChainError.
+// order, chained to the one before, hash recomputed, signature valid, and
+// every record signed by signer — or, when signer is empty, by the key that
+// signed the first record, so a tail appended under another key is a
+// break. It returns the number of good records and the first break as a
+// *ChainError.
 func VerifyAudit(r io.Reader, signer string) (int, error) {
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 64<<10), 64<<20)
@@ -208,7 +210,10 @@ func VerifyAudit(r io.Reader, signer string) (int, error) {
 		if rec.Prev != prev {
 			return fail(rec.Seq, "prev hash does not match the record before")
 		}
-		if signer != "" && rec.Signer != signer {
+		if signer == "" {
+			signer = rec.Signer
+		}
+		if rec.Signer != signer {
 			return fail(rec.Seq, "signed by %s, want %s", rec.Signer, signer)
 		}
 		d, err := rec.digest()
