@@ -22,7 +22,7 @@ type MCPOptions struct {
 	// LockPersona refuses calls that name another persona, so the agent
 	// cannot shop for a more lenient electorate.
 	LockPersona bool
-	Version string
+	Version     string
 	// Poll is how often a waiting request_approval sends progress, when
 	// the client asked for it (0: 10s).
 	Poll   time.Duration
