@@ -160,28 +160,8 @@ func (g *Gateway) sweep(ctx context.Context) {
 // channels and returns it. A request that cannot be put before a person is
 // decided at once: denied, with the reason.
 func (g *Gateway) Submit(ctx context.Context, n NewRequest) (*Request, error) {
-	n.Action = strings.TrimSpace(n.Action)
-	switch {
-	case n.Persona == "":
-		return nil, Errorf(EInvalid, "persona is required")
-	case n.Action == "":
-		return nil, Errorf(EInvalid, "action is required")
-	case len(n.Action) > MaxActionLen:
-		return nil, Errorf(EInvalid, "action is longer than %d bytes", MaxActionLen)
-	case len(n.Reason) > MaxReasonLen:
-		return nil, Errorf(EInvalid, "reason is longer than %d bytes", MaxReasonLen)
-	case !utf8.ValidString(n.Action) || !utf8.ValidString(n.Reason):
-		return nil, Errorf(EInvalid, "action and reason must be UTF-8")
-	case n.Timeout < 0:
-		return nil, Errorf(EInvalid, "timeout must be positive")
-	}
-	if n.Kind == "" {
-		n.Kind = KindCommand
-	}
-	switch n.Kind {
-	case KindCommand, KindTool, KindNetwork, KindText:
-	default:
-		return nil, Errorf(EInvalid, "kind %q is not one of command, tool, network, text", n.Kind)
+	if err := validate(&n); err != nil {
+		return nil, err
 	}
 	p, err := g.Store.Persona(ctx, n.Persona)
 	if err != nil {
@@ -246,6 +226,58 @@ func (g *Gateway) Submit(ctx context.Context, n NewRequest) (*Request, error) {
 		return g.resolveNow(ctx, r.ID, Denied, err.Error())
 	}
 	return g.Store.Get(ctx, r.ID)
+}
+
+// validate checks and normalises what an agent submitted.
+func validate(n *NewRequest) error {
+	n.Action = strings.TrimSpace(n.Action)
+	switch {
+	case n.Persona == "":
+		return Errorf(EInvalid, "persona is required")
+	case n.Action == "":
+		return Errorf(EInvalid, "action is required")
+	case len(n.Action) > MaxActionLen:
+		return Errorf(EInvalid, "action is longer than %d bytes", MaxActionLen)
+	case len(n.Reason) > MaxReasonLen:
+		return Errorf(EInvalid, "reason is longer than %d bytes", MaxReasonLen)
+	case !utf8.ValidString(n.Action) || !utf8.ValidString(n.Reason):
+		return Errorf(EInvalid, "action and reason must be UTF-8")
+	case n.Timeout < 0:
+		return Errorf(EInvalid, "timeout must be positive")
+	}
+	if n.Kind == "" {
+		n.Kind = KindCommand
+	}
+	switch n.Kind {
+	case KindCommand, KindTool, KindNetwork, KindText:
+		return nil
+	}
+	return Errorf(EInvalid, "kind %q is not one of command, tool, network, text", n.Kind)
+}
+
+// Record appends to the audit log an action an agent ran without asking
+// (a caution command through `signoff exec` or the hook). It classifies
+// the action itself rather than trust the caller's verdict, and refuses
+// to record a dangerous one as if it were fine: that must be asked.
+func (g *Gateway) Record(ctx context.Context, n NewRequest) (Assessment, error) {
+	if err := validate(&n); err != nil {
+		return Assessment{}, err
+	}
+	if _, err := g.Store.Persona(ctx, n.Persona); err != nil {
+		return Assessment{}, err
+	}
+	a := Assessment{Level: Dangerous, Reasons: []string{"no classifier configured"}}
+	if g.Classifier != nil {
+		a = g.Classifier.Classify(n.Kind, n.Action)
+	}
+	if a.Level == Dangerous {
+		return a, Errorf(EConflict, "the gateway classifies this as dangerous (%s): ask for approval instead", strings.Join(a.Reasons, "; "))
+	}
+	g.audit(ctx, AuditEntry{Type: "ran", Data: map[string]any{
+		"persona": n.Persona, "kind": n.Kind, "action": n.Action, "reason": n.Reason,
+		"level": a.Level, "reasons": a.Reasons, "at": g.now().UTC(),
+	}})
+	return a, nil
 }
 
 // signEvent makes the request's own Nostr event: signed by the gateway,

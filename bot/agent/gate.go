@@ -146,3 +146,33 @@ func clip(s string, n int) string {
 }
 
 func utf8RuneStart(b byte) bool { return b&0xC0 != 0x80 }
+
+// Recorder logs an action that runs without asking; httpapi.Client is one.
+type Recorder interface {
+	Record(ctx context.Context, n bot.NewRequest) (bot.Assessment, error)
+}
+
+// LogCaution records a caution action on g's audit log when g can record
+// and answers within 3 seconds. logged says it was recorded; insist is set
+// when the gateway classifies the action as dangerous, so it must be asked
+// after all. An unreachable gateway is neither: caution still runs.
+func LogCaution(ctx context.Context, g any, n bot.NewRequest) (logged bool, insist *bot.Assessment) {
+	rec, ok := g.(Recorder)
+	if !ok || rec == nil {
+		return false, nil
+	}
+	ctx, cancel := context.WithTimeout(ctx, 3*time.Second)
+	defer cancel()
+	a, err := rec.Record(ctx, n)
+	switch {
+	case err == nil:
+		return true, nil
+	case bot.ErrorCode(err) == bot.EConflict:
+		a.Level = bot.Dangerous
+		if len(a.Reasons) == 0 {
+			a.Reasons = []string{bot.ErrorMessage(err)}
+		}
+		return false, &a
+	}
+	return false, nil
+}

@@ -185,15 +185,24 @@ func (h *Hook) Decide(ctx context.Context, raw []byte) HookDecision {
 		return deny("no classifier; not allowed")
 	}
 	a := h.Classifier.ToolCall(in.ToolName, in.ToolInput, in.Cwd)
+	if a.Level == bot.Caution && h.Caution != Ask {
+		// Runs without asking, logged to the gateway's audit when it is
+		// reachable; a gateway whose rules call it dangerous makes it ask.
+		logged, insist := LogCaution(ctx, h.Gateway, h.record(in))
+		switch {
+		case insist != nil:
+			a = *insist
+		case logged:
+			return HookDecision{Decision: Allow, Reason: "signoff: " + reasonsText(a) + "; runs without asking (logged)"}
+		default:
+			return HookDecision{Decision: Allow, Reason: "signoff: " + reasonsText(a) + "; runs without asking"}
+		}
+	}
 	switch {
 	case a.Level == bot.Safe:
 		return HookDecision{Decision: Allow, Reason: "signoff: safe"}
 	case a.Level == bot.Caution:
-		d := HookDecision{Decision: Allow, Reason: "signoff: " + reasonsText(a) + "; runs without asking"}
-		if h.Caution == Ask {
-			d = HookDecision{Decision: Ask, Reason: "signoff: " + reasonsText(a)}
-		}
-		return d
+		return HookDecision{Decision: Ask, Reason: "signoff: " + reasonsText(a)}
 	case !MustAsk(a.Level):
 		return deny("unexpected risk level %q; not allowed", a.Level)
 	}
@@ -235,6 +244,27 @@ func (h *Hook) logf(format string, args ...any) {
 // request is what the hook asks the gateway. A shell tool is asked as
 // its command (what people read, classified as a command); any other
 // tool as "Name {input}" with long strings cut (classified as that tool).
+// record is what the audit log keeps of a caution call that ran without
+// asking. A tool call is sent in the hook's own form, with its cwd, so the
+// gateway classifies it against the same workspace the hook did.
+func (h *Hook) record(in HookInput) bot.NewRequest {
+	n := h.request(in, 0)
+	if n.Kind != bot.KindTool {
+		return n
+	}
+	var v any
+	dec := json.NewDecoder(bytes.NewReader(in.ToolInput))
+	dec.UseNumber()
+	if dec.Decode(&v) != nil {
+		return n
+	}
+	b, err := json.Marshal(map[string]any{"tool_name": in.ToolName, "tool_input": elide(v, 0), "cwd": in.Cwd})
+	if err == nil && len(b) <= bot.MaxActionLen {
+		n.Action = string(b)
+	}
+	return n
+}
+
 func (h *Hook) request(in HookInput, timeout time.Duration) bot.NewRequest {
 	n := bot.NewRequest{Persona: h.Persona, Kind: bot.KindTool, Action: ToolAction(in.ToolName, in.ToolInput)}
 	if cmd, ok := shellCommand(in.ToolName, in.ToolInput); ok {

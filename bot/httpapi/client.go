@@ -126,3 +126,15 @@ func (c *Client) PostEvent(ctx context.Context, raw []byte) (VoteResponse, error
 	err := c.do(ctx, http.MethodPost, "/v1/nostr/events", "application/json", raw, &out)
 	return out, err
 }
+
+// Record logs an action that ran without asking; the gateway refuses
+// (EConflict) one it classifies as dangerous.
+func (c *Client) Record(ctx context.Context, n bot.NewRequest) (bot.Assessment, error) {
+	body, err := json.Marshal(n)
+	if err != nil {
+		return bot.Assessment{}, err
+	}
+	var a bot.Assessment
+	err = c.do(ctx, http.MethodPost, "/v1/actions", "application/json", body, &a)
+	return a, err
+}

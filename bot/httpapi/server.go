@@ -27,6 +27,7 @@ const MaxWait = 60 * time.Second
 type Gateway interface {
 	bot.Service
 	bot.VoteSink
+	Record(ctx context.Context, n bot.NewRequest) (bot.Assessment, error)
 }
 
 // Server serves the API. Extra holds platform endpoints mounted as given
@@ -46,6 +47,7 @@ func (s *Server) Handler() http.Handler {
 	mux.HandleFunc("POST /v1/requests", s.submit)
 	mux.HandleFunc("GET /v1/requests", s.list)
 	mux.HandleFunc("GET /v1/requests/{id}", s.get)
+	mux.HandleFunc("POST /v1/actions", s.record)
 	mux.HandleFunc("POST /v1/nostr/events", s.nostrEvent)
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
@@ -88,6 +90,21 @@ func (s *Server) submit(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	writeJSON(w, http.StatusCreated, req)
+}
+
+// record logs an action that ran without asking (caution level).
+func (s *Server) record(w http.ResponseWriter, r *http.Request) {
+	var n bot.NewRequest
+	if err := decode(w, r, &n); err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	a, err := s.Gateway.Record(r.Context(), n)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusAccepted, a)
 }
 
 func (s *Server) get(w http.ResponseWriter, r *http.Request) {

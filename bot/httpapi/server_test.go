@@ -14,6 +14,7 @@ import (
 	"github.com/signoff/signoff/bot"
 	"github.com/signoff/signoff/bot/bottest"
 	"github.com/signoff/signoff/bot/httpapi"
+	"github.com/signoff/signoff/bot/risk"
 	"github.com/signoff/signoff/signing"
 )
 
@@ -37,6 +38,7 @@ func setup(t *testing.T) *fixture {
 		ApprovalQuorum: 1, DenyQuorum: 1, Timeout: time.Minute,
 	}
 	env := bottest.New(t, p, nil)
+	env.Gateway.Classifier = risk.Default()
 	api := &httpapi.Server{Gateway: env.Gateway, Ready: env.Store.Ping}
 	srv := httptest.NewServer(api.Handler())
 	t.Cleanup(srv.Close)
@@ -268,4 +270,29 @@ func FuzzNostrEvent(f *testing.F) {
 			t.Fatalf("%q decided the request: %s", body, got.Status)
 		}
 	})
+}
+
+func TestRecordAction(t *testing.T) {
+	f := setup(t)
+	ctx := context.Background()
+	a, err := f.client.Record(ctx, bot.NewRequest{Persona: "demo", Action: "git commit -m wip"})
+	if err != nil {
+		t.Fatalf("record: %v", err)
+	}
+	if a.Level == bot.Dangerous {
+		t.Errorf("git commit recorded as %s", a.Level)
+	}
+	// A dangerous action is never recorded as having run unasked.
+	if _, err := f.client.Record(ctx, bot.NewRequest{Persona: "demo", Action: "rm -rf /"}); bot.ErrorCode(err) != bot.EConflict {
+		t.Errorf("dangerous record: %v, want conflict", err)
+	}
+	if _, err := f.client.Record(ctx, bot.NewRequest{Persona: "nope", Action: "ls"}); bot.ErrorCode(err) != bot.ENotFound {
+		t.Errorf("unknown persona: %v, want not_found", err)
+	}
+	if status, _, raw := post(t, f.srv.URL+"/v1/actions", `{"persona":"demo"`); status != 400 {
+		t.Errorf("malformed: %d %s", status, raw)
+	}
+	if rs, _ := f.client.List(ctx, bot.Filter{}); len(rs) != 0 {
+		t.Errorf("recording created %d requests", len(rs))
+	}
 }

@@ -41,17 +41,26 @@ func execCommand(ctx context.Context, a *app, args []string) int {
 	argv := fs.Args()
 	line := shellJoin(argv)
 	risk := c.Command(line)
-	switch {
-	case risk.Level == bot.Caution:
-		// Not written to the gateway's audit: the API has no way to
-		// record an action without asking people.
-		fmt.Fprintf(a.stderr, "signoff: caution: %s; running without asking\n", strings.Join(risk.Reasons, "; "))
-	case agent.MustAsk(risk.Level):
-		n := bot.NewRequest{Persona: *persona, Action: line, Reason: *reason, Kind: bot.KindCommand, Timeout: bot.Duration(*timeout)}
-		if n.Persona == "" {
-			n.Persona = cfg.Persona
+	n := bot.NewRequest{Persona: *persona, Action: line, Reason: *reason, Kind: bot.KindCommand, Timeout: bot.Duration(*timeout)}
+	if n.Persona == "" {
+		n.Persona = cfg.Persona
+	}
+	client := httpapi.NewClient(cfg.URL)
+	if risk.Level == bot.Caution {
+		// Runs at once, logged to the gateway's audit when it is reachable;
+		// a gateway whose rules call it dangerous makes it ask after all.
+		logged, insist := agent.LogCaution(ctx, client, n)
+		switch {
+		case insist != nil:
+			risk = *insist
+		case logged:
+			fmt.Fprintf(a.stderr, "signoff: caution: %s; running without asking (logged)\n", strings.Join(risk.Reasons, "; "))
+		default:
+			fmt.Fprintf(a.stderr, "signoff: caution: %s; running without asking (gateway not reachable: not logged)\n", strings.Join(risk.Reasons, "; "))
 		}
-		if code, _ := ask(ctx, a, httpapi.NewClient(cfg.URL), n); code != 0 {
+	}
+	if agent.MustAsk(risk.Level) {
+		if code, _ := ask(ctx, a, client, n); code != 0 {
 			return code
 		}
 	}

@@ -214,3 +214,24 @@ func TestExecDangerous(t *testing.T) {
 		}
 	})
 }
+
+// TestExecCautionIsLogged: with a gateway reachable, a caution command
+// runs at once and leaves a "ran" record in the gateway's audit log.
+func TestExecCautionIsLogged(t *testing.T) {
+	gateway(t, demoPersona)
+	made := filepath.Join(t.TempDir(), "made")
+	code, _, errs := cli("exec", "--", "mkdir", made)
+	if code != 0 || !strings.Contains(errs, "running without asking (logged)") {
+		t.Fatalf("caution: %d %q, want 0 and a logged caution line", code, errs)
+	}
+	if _, err := os.Stat(made); err != nil {
+		t.Errorf("caution command did not run: %v", err)
+	}
+	audit, err := os.ReadFile(filepath.Join(os.Getenv("SIGNOFF_DATA_DIR"), "audit.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(audit), `"type":"ran"`) || !strings.Contains(string(audit), "mkdir") {
+		t.Errorf("audit log has no ran record for mkdir:\n%s", audit)
+	}
+}
