@@ -9,8 +9,6 @@ import (
 	"strconv"
 	"strings"
 	"time"
-
-	"github.com/signoff/signoff/bot"
 )
 
 // Discord's interaction-signing headers
@@ -24,7 +22,7 @@ const (
 )
 
 // Why a Discord interaction was refused; test with errors.Is. Every error
-// VerifyDiscord returns is a *DiscordError wrapping one of these.
+// VerifyDiscord returns is a *RequestError wrapping one of these.
 var (
 	ErrDiscordNoKey         = errors.New("discord public key is not configured")
 	ErrDiscordMissingHeader = errors.New("discord signature headers are missing")
@@ -32,30 +30,6 @@ var (
 	ErrDiscordSignature     = errors.New("discord signature does not verify")
 	ErrDiscordStale         = errors.New("discord request timestamp is outside the replay window")
 )
-
-// DiscordError is a refused Discord interaction: Err is one of the
-// ErrDiscord sentinels, Detail says what exactly was wrong. It also unwraps
-// to a *bot.Error (code stale for ErrDiscordStale, unauthorized otherwise),
-// so bot.ErrorCode works on it.
-type DiscordError struct {
-	Err    error
-	Detail string
-}
-
-func (e *DiscordError) Error() string {
-	if e.Detail == "" {
-		return e.Err.Error()
-	}
-	return e.Err.Error() + ": " + e.Detail
-}
-
-func (e *DiscordError) Unwrap() []error {
-	code := bot.EUnauthorized
-	if e.Err == ErrDiscordStale {
-		code = bot.EStale
-	}
-	return []error{e.Err, &bot.Error{Code: code, Message: e.Error()}}
-}
 
 // ParseDiscordPublicKey reads the application's public key as shown in the
 // Discord developer portal: 64 hex digits.
@@ -90,36 +64,36 @@ func discordMessage(ts string, body []byte) []byte {
 func VerifyDiscord(header http.Header, body []byte, key ed25519.PublicKey, now time.Time) error {
 	if len(key) != ed25519.PublicKeySize {
 		// ed25519.Verify panics on a key of the wrong size.
-		return &DiscordError{Err: ErrDiscordNoKey}
+		return &RequestError{Err: ErrDiscordNoKey}
 	}
 	sig, ts := header.Get(DiscordSignatureHeader), header.Get(DiscordTimestampHeader)
 	switch {
 	case sig == "" && ts == "":
-		return &DiscordError{Err: ErrDiscordMissingHeader, Detail: DiscordSignatureHeader + " and " + DiscordTimestampHeader}
+		return &RequestError{Err: ErrDiscordMissingHeader, Detail: DiscordSignatureHeader + " and " + DiscordTimestampHeader}
 	case sig == "":
-		return &DiscordError{Err: ErrDiscordMissingHeader, Detail: DiscordSignatureHeader}
+		return &RequestError{Err: ErrDiscordMissingHeader, Detail: DiscordSignatureHeader}
 	case ts == "":
-		return &DiscordError{Err: ErrDiscordMissingHeader, Detail: DiscordTimestampHeader}
+		return &RequestError{Err: ErrDiscordMissingHeader, Detail: DiscordTimestampHeader}
 	}
 	secs, ok := parseDiscordTimestamp(ts)
 	if !ok {
-		return &DiscordError{Err: ErrDiscordMalformed, Detail: DiscordTimestampHeader + " must be decimal Unix seconds"}
+		return &RequestError{Err: ErrDiscordMalformed, Detail: DiscordTimestampHeader + " must be decimal Unix seconds"}
 	}
 	if len(sig) != 2*ed25519.SignatureSize {
-		return &DiscordError{Err: ErrDiscordMalformed, Detail: fmt.Sprintf("%s must be %d hex digits", DiscordSignatureHeader, 2*ed25519.SignatureSize)}
+		return &RequestError{Err: ErrDiscordMalformed, Detail: fmt.Sprintf("%s must be %d hex digits", DiscordSignatureHeader, 2*ed25519.SignatureSize)}
 	}
 	raw, err := hex.DecodeString(sig)
 	if err != nil {
-		return &DiscordError{Err: ErrDiscordMalformed, Detail: fmt.Sprintf("%s must be %d hex digits", DiscordSignatureHeader, 2*ed25519.SignatureSize)}
+		return &RequestError{Err: ErrDiscordMalformed, Detail: fmt.Sprintf("%s must be %d hex digits", DiscordSignatureHeader, 2*ed25519.SignatureSize)}
 	}
 	// The signature is checked before the clock so that an unsigned
 	// request learns nothing about the gateway's time.
 	if !ed25519.Verify(key, discordMessage(ts, body), raw) {
-		return &DiscordError{Err: ErrDiscordSignature}
+		return &RequestError{Err: ErrDiscordSignature}
 	}
 	skew := now.Sub(time.Unix(secs, 0))
 	if skew > DiscordWindow || skew < -DiscordWindow {
-		return &DiscordError{Err: ErrDiscordStale, Detail: fmt.Sprintf("timestamp %s is %s from the gateway clock", ts, skew.Round(time.Second))}
+		return &RequestError{Err: ErrDiscordStale, Detail: fmt.Sprintf("timestamp %s is %s from the gateway clock", ts, skew.Round(time.Second))}
 	}
 	return nil
 }

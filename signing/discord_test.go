@@ -118,8 +118,8 @@ func TestVerifyDiscord(t *testing.T) {
 			if !errors.Is(err, tt.want) {
 				t.Fatalf("VerifyDiscord = %v, want %v", err, tt.want)
 			}
-			if _, ok := errors.AsType[*signing.DiscordError](err); !ok {
-				t.Errorf("VerifyDiscord = %T, want *signing.DiscordError", err)
+			if _, ok := errors.AsType[*signing.RequestError](err); !ok {
+				t.Errorf("VerifyDiscord = %T, want *signing.RequestError", err)
 			}
 			if got := bot.ErrorCode(err); got != tt.code {
 				t.Errorf("bot.ErrorCode = %q, want %q", got, tt.code)
@@ -180,8 +180,8 @@ func FuzzVerifyDiscord(f *testing.F) {
 		}
 		err := signing.VerifyDiscord(discordHeader(sig, ts), body, pub, now)
 		if err != nil {
-			if _, ok := errors.AsType[*signing.DiscordError](err); !ok {
-				t.Fatalf("error %T %v is not a *DiscordError", err, err)
+			if _, ok := errors.AsType[*signing.RequestError](err); !ok {
+				t.Fatalf("error %T %v is not a *RequestError", err, err)
 			}
 			if signIt && ts != "" && errors.Is(err, signing.ErrDiscordSignature) {
 				t.Fatalf("a request signed with the key was refused as unsigned: %v", err)

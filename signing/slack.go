@@ -9,8 +9,6 @@ import (
 	"net/http"
 	"strconv"
 	"time"
-
-	"github.com/signoff/signoff/bot"
 )
 
 // Slack's request-signing headers and replay window
@@ -22,7 +20,7 @@ const (
 )
 
 // Why a Slack request was refused; test with errors.Is. Every error
-// VerifySlack returns is a *SlackError wrapping one of these.
+// VerifySlack returns is a *RequestError wrapping one of these.
 var (
 	ErrSlackNoSecret      = errors.New("slack signing secret is not configured")
 	ErrSlackMissingHeader = errors.New("slack signature headers are missing")
@@ -30,30 +28,6 @@ var (
 	ErrSlackSignature     = errors.New("slack signature does not match")
 	ErrSlackStale         = errors.New("slack request timestamp is outside the replay window")
 )
-
-// SlackError is a refused Slack request: Err is one of the ErrSlack
-// sentinels, Detail says what exactly was wrong. It also unwraps to a
-// *bot.Error (code stale for ErrSlackStale, unauthorized otherwise), so
-// bot.ErrorCode works on it.
-type SlackError struct {
-	Err    error
-	Detail string
-}
-
-func (e *SlackError) Error() string {
-	if e.Detail == "" {
-		return e.Err.Error()
-	}
-	return e.Err.Error() + ": " + e.Detail
-}
-
-func (e *SlackError) Unwrap() []error {
-	code := bot.EUnauthorized
-	if e.Err == ErrSlackStale {
-		code = bot.EStale
-	}
-	return []error{e.Err, &bot.Error{Code: code, Message: e.Error()}}
-}
 
 // SignSlack returns the X-Slack-Signature value Slack sends for body at
 // timestamp ts (decimal Unix seconds, exactly as in the header).
@@ -78,37 +52,37 @@ func slackMAC(secret, ts string, body []byte) []byte {
 // deduplicate on Slack's event_id.
 func VerifySlack(header http.Header, body []byte, secret string, now time.Time) error {
 	if secret == "" {
-		return &SlackError{Err: ErrSlackNoSecret}
+		return &RequestError{Err: ErrSlackNoSecret}
 	}
 	sig, ts := header.Get(SlackSignatureHeader), header.Get(SlackTimestampHeader)
 	switch {
 	case sig == "" && ts == "":
-		return &SlackError{Err: ErrSlackMissingHeader, Detail: SlackSignatureHeader + " and " + SlackTimestampHeader}
+		return &RequestError{Err: ErrSlackMissingHeader, Detail: SlackSignatureHeader + " and " + SlackTimestampHeader}
 	case sig == "":
-		return &SlackError{Err: ErrSlackMissingHeader, Detail: SlackSignatureHeader}
+		return &RequestError{Err: ErrSlackMissingHeader, Detail: SlackSignatureHeader}
 	case ts == "":
-		return &SlackError{Err: ErrSlackMissingHeader, Detail: SlackTimestampHeader}
+		return &RequestError{Err: ErrSlackMissingHeader, Detail: SlackTimestampHeader}
 	}
 	secs, ok := parseSlackTimestamp(ts)
 	if !ok {
-		return &SlackError{Err: ErrSlackMalformed, Detail: SlackTimestampHeader + " must be decimal Unix seconds"}
+		return &RequestError{Err: ErrSlackMalformed, Detail: SlackTimestampHeader + " must be decimal Unix seconds"}
 	}
 	const prefix = "v0="
 	if len(sig) != len(prefix)+2*sha256.Size || sig[:len(prefix)] != prefix {
-		return &SlackError{Err: ErrSlackMalformed, Detail: SlackSignatureHeader + ` must be "v0=" and 64 hex digits`}
+		return &RequestError{Err: ErrSlackMalformed, Detail: SlackSignatureHeader + ` must be "v0=" and 64 hex digits`}
 	}
 	got, err := hex.DecodeString(sig[len(prefix):])
 	if err != nil {
-		return &SlackError{Err: ErrSlackMalformed, Detail: SlackSignatureHeader + ` must be "v0=" and 64 hex digits`}
+		return &RequestError{Err: ErrSlackMalformed, Detail: SlackSignatureHeader + ` must be "v0=" and 64 hex digits`}
 	}
 	// The signature is checked before the clock so that an unsigned
 	// request learns nothing about the gateway's time.
 	if !hmac.Equal(got, slackMAC(secret, ts, body)) {
-		return &SlackError{Err: ErrSlackSignature}
+		return &RequestError{Err: ErrSlackSignature}
 	}
 	skew := now.Sub(time.Unix(secs, 0))
 	if skew > SlackWindow || skew < -SlackWindow {
-		return &SlackError{Err: ErrSlackStale, Detail: fmt.Sprintf("timestamp %s is %s from the gateway clock", ts, skew.Round(time.Second))}
+		return &RequestError{Err: ErrSlackStale, Detail: fmt.Sprintf("timestamp %s is %s from the gateway clock", ts, skew.Round(time.Second))}
 	}
 	return nil
 }

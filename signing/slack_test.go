@@ -96,8 +96,8 @@ func TestVerifySlack(t *testing.T) {
 			if !errors.Is(err, tt.want) {
 				t.Fatalf("VerifySlack = %v, want errors.Is %v", err, tt.want)
 			}
-			if _, ok := errors.AsType[*SlackError](err); !ok {
-				t.Errorf("VerifySlack = %T, want *SlackError", err)
+			if _, ok := errors.AsType[*RequestError](err); !ok {
+				t.Errorf("VerifySlack = %T, want *RequestError", err)
 			}
 			wantCode := bot.EUnauthorized
 			if tt.want == ErrSlackStale {
@@ -138,8 +138,8 @@ func FuzzVerifySlack(f *testing.F) {
 			t.Fatalf("VerifySlack accepted signature %q, want %q", sig, SignSlack(secret, ts, body))
 		}
 		if err != nil {
-			if _, ok := errors.AsType[*SlackError](err); !ok {
-				t.Fatalf("VerifySlack error %T is not a *SlackError", err)
+			if _, ok := errors.AsType[*RequestError](err); !ok {
+				t.Fatalf("VerifySlack error %T is not a *RequestError", err)
 			}
 		}
 		// A properly signed request verifies inside the window and is
