@@ -17,8 +17,8 @@ func audit(ctx context.Context, a *app, args []string) int {
 	}
 	fs := a.flags("audit verify", "audit verify [--signer NPUB] [PATH]")
 	signer := fs.String("signer", "", "require every record to be signed by this gateway key (npub or hex)")
-	if ok, help := parse(fs, args[1:]); !ok {
-		return map[bool]int{true: 0, false: 2}[help]
+	if code, ok := parse(fs, args[1:]); !ok {
+		return code
 	}
 	path := fs.Arg(0)
 	if path == "" {

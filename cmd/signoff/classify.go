@@ -17,8 +17,8 @@ func init() { commands["classify"] = classify }
 func classify(_ context.Context, a *app, args []string) int {
 	fs := a.flags("classify", "classify [--json] -- CMD…   (or: classify --json < commands, one a line)")
 	asJSON := fs.Bool("json", false, `print {"command","level","reasons"} as JSON; with no CMD, read commands from stdin`)
-	if ok, help := parse(fs, args); !ok {
-		return map[bool]int{true: 0, false: 2}[help]
+	if code, ok := parse(fs, args); !ok {
+		return code
 	}
 	cfg, err := loadConfig()
 	if err != nil {

@@ -23,8 +23,8 @@ func execCommand(ctx context.Context, a *app, args []string) int {
 	persona := fs.String("persona", "", "persona whose owners decide (default $SIGNOFF_PERSONA or demo)")
 	reason := fs.String("reason", "", "why the agent wants to run it")
 	timeout := fs.Duration("timeout", 0, "give up sooner than the persona's timeout")
-	if ok, help := parse(fs, args); !ok {
-		return map[bool]int{true: 0, false: 2}[help]
+	if code, ok := parse(fs, args); !ok {
+		return code
 	}
 	if fs.NArg() == 0 {
 		fs.Usage()

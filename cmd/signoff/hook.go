@@ -29,9 +29,9 @@ func hook(ctx context.Context, a *app, args []string) int {
 	persona := fs.String("persona", "", "persona whose owners decide (default $SIGNOFF_PERSONA or demo)")
 	fs.DurationVar(&h.Timeout, "timeout", agent.DefaultHookTimeout, "longest wait for people; keep it below the hook timeout in the agent's settings")
 	fs.StringVar(&h.Caution, "caution", agent.Allow, "decision for caution-level calls: allow (run, DESIGN 1.4) or ask (the agent's own prompt)")
-	ok, help := parse(fs, args[1:])
+	code, ok := parse(fs, args[1:])
 	switch {
-	case help:
+	case !ok && code == 0: // -h
 		return 0
 	case !ok:
 		return hookDeny(a, "bad flags for signoff hook (see the hook's stderr); not allowed")

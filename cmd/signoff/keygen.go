@@ -12,8 +12,8 @@ func init() { commands["keygen"] = keygen }
 func keygen(ctx context.Context, a *app, args []string) int {
 	fs := a.flags("keygen", "keygen [--out FILE]")
 	out := fs.String("out", "", "where to write the key (default $SIGNOFF_KEY or the user config dir)")
-	if ok, help := parse(fs, args); !ok {
-		return map[bool]int{true: 0, false: 2}[help]
+	if code, ok := parse(fs, args); !ok {
+		return code
 	}
 	path := *out
 	if path == "" {

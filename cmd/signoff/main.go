@@ -84,12 +84,16 @@ func (a *app) flags(name, synopsis string) *flag.FlagSet {
 	return fs
 }
 
-// parse parses flags; it returns false (after printing why) on bad usage.
-func parse(fs *flag.FlagSet, args []string) (ok bool, help bool) {
+// parse parses flags. When it returns false the command should exit with
+// code: 0 after -h, 2 after bad usage (the flag package printed why).
+func parse(fs *flag.FlagSet, args []string) (code int, ok bool) {
 	if err := fs.Parse(args); err != nil {
-		return false, errors.Is(err, flag.ErrHelp)
+		if errors.Is(err, flag.ErrHelp) {
+			return 0, false
+		}
+		return 2, false
 	}
-	return true, false
+	return 0, true
 }
 
 // fail prints err for a person and returns the exit code for it.

@@ -20,8 +20,8 @@ func init() { commands["mcp"] = mcpServe }
 func mcpServe(ctx context.Context, a *app, args []string) int {
 	fs := a.flags("mcp", "mcp [--persona P]   (an MCP server on stdio)")
 	persona := fs.String("persona", "", "the only persona calls may ask (default: calls may name any; $SIGNOFF_PERSONA or demo when they name none)")
-	if ok, help := parse(fs, args); !ok {
-		return map[bool]int{true: 0, false: 2}[help]
+	if code, ok := parse(fs, args); !ok {
+		return code
 	}
 	cfg, err := loadConfig()
 	if err != nil {

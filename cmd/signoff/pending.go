@@ -15,8 +15,8 @@ func init() { commands["pending"] = pending }
 
 func pending(ctx context.Context, a *app, args []string) int {
 	fs := a.flags("pending", "pending")
-	if ok, help := parse(fs, args); !ok {
-		return map[bool]int{true: 0, false: 2}[help]
+	if code, ok := parse(fs, args); !ok {
+		return code
 	}
 	cfg, err := loadConfig()
 	if err != nil {

@@ -15,8 +15,8 @@ func personas(ctx context.Context, a *app, args []string) int {
 		return a.failf("usage: signoff personas check [DIR]")
 	}
 	fs := a.flags("personas check", "personas check [DIR]")
-	if ok, help := parse(fs, args[1:]); !ok {
-		return map[bool]int{true: 0, false: 2}[help]
+	if code, ok := parse(fs, args[1:]); !ok {
+		return code
 	}
 	dir := fs.Arg(0)
 	if dir == "" {

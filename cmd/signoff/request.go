@@ -21,8 +21,8 @@ func request(ctx context.Context, a *app, args []string) int {
 	timeout := fs.Duration("timeout", 0, "give up sooner than the persona's timeout")
 	action := fs.String("action", "", "free-text action instead of a command")
 	kind := fs.String("kind", "", "command, tool, network or text (default: command, or text with --action)")
-	if ok, help := parse(fs, args); !ok {
-		return map[bool]int{true: 0, false: 2}[help]
+	if code, ok := parse(fs, args); !ok {
+		return code
 	}
 	cfg, err := loadConfig()
 	if err != nil {

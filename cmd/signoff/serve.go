@@ -35,8 +35,8 @@ type runner interface {
 
 func serve(ctx context.Context, a *app, args []string) int {
 	fs := a.flags("serve", "serve")
-	if ok, help := parse(fs, args); !ok {
-		return map[bool]int{true: 0, false: 2}[help]
+	if code, ok := parse(fs, args); !ok {
+		return code
 	}
 	if fs.NArg() > 0 {
 		return a.failf("serve takes no arguments (configuration comes from SIGNOFF_* variables)")

@@ -24,8 +24,8 @@ func vote(ctx context.Context, a *app, args []string, c bot.Choice) int {
 	keyPath := fs.String("key", "", "your key file (default $SIGNOFF_KEY or the one keygen wrote)")
 	var relays stringList
 	fs.Var(&relays, "relay", "publish the reaction to this relay instead of the gateway (repeatable)")
-	if ok, help := parse(fs, args); !ok {
-		return map[bool]int{true: 0, false: 2}[help]
+	if code, ok := parse(fs, args); !ok {
+		return code
 	}
 	if fs.NArg() != 1 {
 		fs.Usage()
