@@ -83,6 +83,9 @@ func (g *Gateway) Start(ctx context.Context) error {
 			err := g.Store.Watch(ctx, func(id string) {
 				if id == "" { // the subscription is (re)established
 					once.Do(func() { close(ready) })
+					// Decisions published while it was down were missed:
+					// every waiter looks again.
+					g.hub.wakeAll()
 					return
 				}
 				g.hub.wake(id)
@@ -547,6 +550,17 @@ func (h *hub) remove(id string, ch chan struct{}) {
 		if len(set) == 0 {
 			delete(h.m, id)
 		}
+	}
+}
+
+func (h *hub) wakeAll() {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for id, set := range h.m {
+		for ch := range set {
+			close(ch)
+		}
+		delete(h.m, id)
 	}
 }
 

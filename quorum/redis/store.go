@@ -394,8 +394,10 @@ func (s *Store) Due(ctx context.Context, now time.Time) ([]string, error) {
 	return ids, nil
 }
 
-// Watch subscribes once to decisions and calls fn("") when subscribed,
-// then fn(id) for each decision, until ctx ends.
+// Watch subscribes once to decisions and calls fn("") whenever the
+// subscription is (re)established — decisions published while it was down
+// were missed, so waiters should look again — then fn(id) for each
+// decision, until ctx ends.
 func (s *Store) Watch(ctx context.Context, fn func(id string)) error {
 	ps := s.rdb.Subscribe(ctx, s.channel())
 	defer ps.Close()
@@ -403,7 +405,9 @@ func (s *Store) Watch(ctx context.Context, fn func(id string)) error {
 		return unavailable("subscribe", err)
 	}
 	fn("")
-	ch := ps.Channel(goredis.WithChannelSize(4096))
+	// With subscriptions in the channel, go-redis' resubscription after a
+	// reconnect shows up as a *Subscription.
+	ch := ps.ChannelWithSubscriptions(goredis.WithChannelSize(4096))
 	for {
 		select {
 		case <-ctx.Done():
@@ -412,7 +416,14 @@ func (s *Store) Watch(ctx context.Context, fn func(id string)) error {
 			if !ok {
 				return errors.New("subscription closed")
 			}
-			fn(m.Payload)
+			switch m := m.(type) {
+			case *goredis.Message:
+				fn(m.Payload)
+			case *goredis.Subscription:
+				if m.Kind == "subscribe" {
+					fn("")
+				}
+			}
 		}
 	}
 }
