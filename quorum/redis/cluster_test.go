@@ -1,0 +1,105 @@
+package redis_test
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"os/exec"
+	"strings"
+	"testing"
+	"time"
+
+	goredis "github.com/redis/go-redis/v9"
+
+	"github.com/signoff/signoff/bot"
+	"github.com/signoff/signoff/bot/bottest"
+	qredis "github.com/signoff/signoff/quorum/redis"
+)
+
+// clusterServer starts a one-node Redis Cluster (all 16384 slots) on a
+// free port, or skips when redis-server is not installed. Only a real
+// cluster refuses a script or transaction whose keys span slots.
+func clusterServer(t *testing.T) string {
+	t.Helper()
+	bin, err := exec.LookPath("redis-server")
+	if err != nil {
+		t.Skip("redis-server not installed")
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	port := ln.Addr().(*net.TCPAddr).Port
+	ln.Close()
+	dir := t.TempDir()
+	cmd := exec.Command(bin, "--port", fmt.Sprint(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
+		"--cluster-enabled", "yes", "--cluster-config-file", dir+"/nodes.conf", "--dir", dir)
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	addr := fmt.Sprintf("127.0.0.1:%d", port)
+	c := goredis.NewClient(&goredis.Options{Addr: addr})
+	defer c.Close()
+	ctx := context.Background()
+	deadline := time.Now().Add(10 * time.Second)
+	for c.Ping(ctx).Err() != nil {
+		if time.Now().After(deadline) {
+			t.Fatal("cluster node did not answer")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if err := c.Do(ctx, "CLUSTER", "ADDSLOTSRANGE", "0", "16383").Err(); err != nil {
+		t.Fatal(err)
+	}
+	for {
+		info, _ := c.ClusterInfo(ctx).Result()
+		if strings.Contains(info, "cluster_state:ok") {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("cluster not ok: %s", info)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	return addr
+}
+
+// TestClusterLifecycle runs a request's whole life through the gateway on
+// Redis Cluster (opened by the SIGNOFF_REDIS_URL cluster form): every
+// multi-key script and transaction stays in the request's slot.
+func TestClusterLifecycle(t *testing.T) {
+	addr := clusterServer(t)
+	rdb, err := qredis.Open("redis://" + addr + "?addr=" + addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := rdb.(*goredis.ClusterClient); !ok {
+		t.Fatalf("Open gave %T, want a cluster client", rdb)
+	}
+	t.Cleanup(func() { rdb.Close() })
+	alice, bob, carol := bottest.NewPerson("alice"), bottest.NewPerson("bob"), bottest.NewPerson("carol")
+	p := bot.Persona{Name: "demo", Owner: &bot.Person{Name: "alice", Identities: []bot.Identity{alice.Identity()}},
+		Members: []bot.Person{{Name: "bob", Identities: []bot.Identity{bob.Identity()}}, {Name: "carol", Identities: []bot.Identity{carol.Identity()}}},
+		ApprovalQuorum: 2, DenyQuorum: 1, Timeout: time.Minute}
+	env := bottest.NewOn(t, rdb, "signofftest:cluster", p, nil)
+
+	r := env.Submit(t, bot.NewRequest{Persona: "demo", Action: "kubectl delete ns prod"})
+	if out := env.React(t, bob, r, "✅"); out.Result != bot.Counted || out.Decided {
+		t.Fatalf("bob: %+v", out)
+	}
+	if out := env.React(t, carol, r, "✅"); !out.Decided {
+		t.Fatalf("carol: %+v, want the quorum to decide", out)
+	}
+	got := env.Await(t, r.ID)
+	if got.Status != bot.Approved || strings.Join(got.DecidedBy, ",") != "bob,carol" {
+		t.Fatalf("got %s by %v, want approved by bob,carol", got.Status, got.DecidedBy)
+	}
+	expiring := env.Submit(t, bot.NewRequest{Persona: "demo", Action: "deploy", Timeout: bot.Duration(100 * time.Millisecond)})
+	if got := env.Await(t, expiring.ID); got.Status != bot.Expired {
+		t.Fatalf("expiry on cluster: %s", got.Status)
+	}
+	if rs, err := env.Gateway.List(context.Background(), bot.Filter{Status: bot.Pending}); err != nil || len(rs) != 0 {
+		t.Fatalf("pending after all decided: %d, %v", len(rs), err)
+	}
+}
