@@ -80,7 +80,7 @@ func TestClusterLifecycle(t *testing.T) {
 	t.Cleanup(func() { rdb.Close() })
 	alice, bob, carol := bottest.NewPerson("alice"), bottest.NewPerson("bob"), bottest.NewPerson("carol")
 	p := bot.Persona{Name: "demo", Owner: &bot.Person{Name: "alice", Identities: []bot.Identity{alice.Identity()}},
-		Members: []bot.Person{{Name: "bob", Identities: []bot.Identity{bob.Identity()}}, {Name: "carol", Identities: []bot.Identity{carol.Identity()}}},
+		Members:        []bot.Person{{Name: "bob", Identities: []bot.Identity{bob.Identity()}}, {Name: "carol", Identities: []bot.Identity{carol.Identity()}}},
 		ApprovalQuorum: 2, DenyQuorum: 1, Timeout: time.Minute}
 	env := bottest.NewOn(t, rdb, "signofftest:cluster", p, nil)
 
