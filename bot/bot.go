@@ -187,6 +187,9 @@ type VoteOutcome struct {
 	Status    Status `json:"status"`
 	// Decided is true on exactly one ballot: the one that decided.
 	Decided bool `json:"-"`
+	// Recorded is false when the answer was not stored: a duplicate, or
+	// an ignored answer past the store's limit on one request.
+	Recorded bool `json:"-"`
 }
 
 // Request is one ask for approval and everything that became of it.

@@ -382,7 +382,7 @@ func (g *Gateway) CastVote(ctx context.Context, b Ballot) (VoteOutcome, error) {
 		return out, err
 	}
 	g.Metrics.vote(out.Result)
-	if out.Result != Duplicate {
+	if out.Recorded {
 		g.audit(ctx, AuditEntry{Type: "vote", RequestID: b.RequestID, Data: voteRecord{
 			Voter: b.Voter, Choice: b.Choice, Proof: b.Proof, At: b.At.UTC(),
 			Result: out.Result, Why: out.Reason, Status: out.Status,

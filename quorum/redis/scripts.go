@@ -11,16 +11,23 @@ import goredis "github.com/redis/go-redis/v9"
 // KEYS: 1 request hash, 2 votes list, 3 voters hash, 4 seen set
 // ARGV: 1 dedup key, 2 person, 3 role (owner|member|""), 4 choice,
 // 5 why (when role is ""), 6 vote JSON, 7 now (ms), 8 channel, 9 id,
-// 10 retention seconds after a decision
+// 10 retention seconds after a decision, 11 most answers stored per request
 //
-// Returns {result, why, status, decided(0|1)}.
+// Returns {result, why, status, decided(0|1), recorded(0|1)}.
 var voteScript = goredis.NewScript(`
 local status = redis.call('HGET', KEYS[1], 'status')
-if not status then return {'missing', '', '', 0} end
+if not status then return {'missing', '', '', 0, 0} end
 if ARGV[1] ~= '' and redis.call('SADD', KEYS[4], ARGV[1]) == 0 then
-  return {'duplicate', 'this delivery was already received', status, 0}
+  return {'duplicate', 'this delivery was already received', status, 0, 0}
 end
+local recorded = 1
 local function record(result, why)
+  -- Counted votes are bounded by the persona; ignored ones (anyone on a
+  -- relay can react) stop being stored past ARGV[11].
+  if result == 'ignored' and redis.call('LLEN', KEYS[2]) >= tonumber(ARGV[11]) then
+    recorded = 0
+    return
+  end
   redis.call('RPUSH', KEYS[2], result .. '\n' .. why .. '\n' .. ARGV[6])
 end
 local function finish(st, by, reason)
@@ -32,27 +39,27 @@ end
 if status ~= 'pending' then
   local why = 'already decided: ' .. status
   record('ignored', why)
-  return {'ignored', why, status, 0}
+  return {'ignored', why, status, 0, recorded}
 end
 if tonumber(ARGV[7]) >= tonumber(redis.call('HGET', KEYS[1], 'deadline')) then
   finish('expired', '', 'no one answered in time, and silence is not consent')
   record('ignored', 'the deadline had passed')
-  return {'ignored', 'the deadline had passed', 'expired', 1}
+  return {'ignored', 'the deadline had passed', 'expired', 1, recorded}
 end
 if ARGV[3] == '' then
   record('ignored', ARGV[5])
-  return {'ignored', ARGV[5], status, 0}
+  return {'ignored', ARGV[5], status, 0, recorded}
 end
 if ARGV[4] ~= 'approve' and ARGV[4] ~= 'deny' then
   local why = 'not an approve or deny answer'
   record('ignored', why)
-  return {'ignored', why, status, 0}
+  return {'ignored', why, status, 0, recorded}
 end
 local prior = redis.call('HGET', KEYS[3], ARGV[2])
 if prior then
   local why = ARGV[2] .. ' already voted ' .. string.sub(prior, string.find(prior, ':') + 1) .. '; the first vote stands'
   record('ignored', why)
-  return {'ignored', why, status, 0}
+  return {'ignored', why, status, 0, recorded}
 end
 redis.call('HSET', KEYS[3], ARGV[2], ARGV[3] .. ':' .. ARGV[4])
 record('counted', '')
@@ -60,7 +67,7 @@ if ARGV[3] == 'owner' then
   local st = 'approved'
   if ARGV[4] == 'deny' then st = 'denied' end
   finish(st, ARGV[2], '')
-  return {'counted', '', st, 1}
+  return {'counted', '', st, 1, recorded}
 end
 local approvers, deniers = {}, {}
 local all = redis.call('HGETALL', KEYS[3])
@@ -73,14 +80,14 @@ table.sort(approvers)
 table.sort(deniers)
 if ARGV[4] == 'deny' and #deniers >= tonumber(redis.call('HGET', KEYS[1], 'dq')) then
   finish('denied', table.concat(deniers, '\n'), '')
-  return {'counted', '', 'denied', 1}
+  return {'counted', '', 'denied', 1, recorded}
 end
 local aq = tonumber(redis.call('HGET', KEYS[1], 'aq'))
 if ARGV[4] == 'approve' and aq > 0 and #approvers >= aq then
   finish('approved', table.concat(approvers, '\n'), '')
-  return {'counted', '', 'approved', 1}
+  return {'counted', '', 'approved', 1, recorded}
 end
-return {'counted', '', status, 0}
+return {'counted', '', status, 0, recorded}
 `)
 
 // resolveScript decides a pending request without a vote (no owner, no

@@ -17,6 +17,11 @@ import (
 	"github.com/signoff/signoff/quorum"
 )
 
+// MaxAnswers bounds the answers stored on one request: past it, ignored
+// ones (strangers' reactions, which anyone on a relay can send) are judged
+// but no longer stored or audited. Counted votes are always stored.
+const MaxAnswers = 1000
+
 // Store is the bot.Store on Redis. Every key of a request carries its id
 // as a {hash tag}; votes are judged in Go (quorum.Judge) and tallied in one
 // Lua script per vote.
@@ -339,7 +344,7 @@ func (s *Store) RecordVote(ctx context.Context, b bot.Ballot) (bot.VoteOutcome, 
 	keys := s.requestKeys(b.RequestID)[:4]
 	res, err := voteScript.Run(ctx, s.rdb, keys,
 		b.DedupKey, v.Person, string(v.Role), string(b.Choice), v.Why, voteJSON,
-		at.UnixMilli(), s.channel(), b.RequestID, int64(s.Retention/time.Second)).Slice()
+		at.UnixMilli(), s.channel(), b.RequestID, int64(s.Retention/time.Second), MaxAnswers).Slice()
 	if err != nil {
 		return out, unavailable("record vote", err)
 	}
@@ -353,6 +358,10 @@ func (s *Store) RecordVote(ctx context.Context, b bot.Ballot) (bot.VoteOutcome, 
 	out.Status = bot.Status(st)
 	n, _ := res[3].(int64)
 	out.Decided = n == 1
+	if len(res) > 4 {
+		rec, _ := res[4].(int64)
+		out.Recorded = rec == 1
+	}
 	if out.Decided {
 		s.rdb.ZRem(ctx, s.key("pending"), b.RequestID)
 	}
