@@ -38,7 +38,7 @@ type Gateway struct {
 	hub    hub
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
-	// closed is set by Close; mu orders it with wg.Add in decided, so no
+	// closed is set by Close; mu orders it with wg.Add in background, so no
 	// follow-up is started while Close waits (a WaitGroup misuse).
 	mu     sync.Mutex
 	closed bool
