@@ -105,7 +105,7 @@ func (c *relayConn) readLoop(src io.Reader) {
 	var err error
 	for {
 		var msg []byte
-		msg, _, err = wsutil.ReadServerData(rw)
+		msg, err = readRelayMessage(rw)
 		if err != nil {
 			break
 		}
@@ -117,6 +117,37 @@ func (c *relayConn) readLoop(src io.Reader) {
 	c.oks = nil // publishers see done
 	c.mu.Unlock()
 	close(c.done)
+}
+
+// maxRelayMessage caps one message from a relay: events are small, and a
+// relay is not trusted not to send gigabytes.
+const maxRelayMessage = 1 << 20
+
+// readRelayMessage is wsutil.ReadServerData with a cap on the message
+// size; control frames (ping, close) are answered on the way.
+func readRelayMessage(rw io.ReadWriter) ([]byte, error) {
+	control := wsutil.ControlFrameHandler(rw, ws.StateClientSide)
+	rd := wsutil.Reader{Source: rw, State: ws.StateClientSide, CheckUTF8: true,
+		MaxMessageSize: maxRelayMessage, OnIntermediate: control}
+	for {
+		hdr, err := rd.NextFrame()
+		if err != nil {
+			return nil, err
+		}
+		if hdr.OpCode.IsControl() {
+			if err := control(hdr, &rd); err != nil {
+				return nil, err
+			}
+			continue
+		}
+		if hdr.OpCode&(ws.OpText|ws.OpBinary) == 0 {
+			if err := rd.Discard(); err != nil {
+				return nil, err
+			}
+			continue
+		}
+		return io.ReadAll(io.LimitReader(&rd, maxRelayMessage))
+	}
 }
 
 func (c *relayConn) dispatch(msg []byte) {
