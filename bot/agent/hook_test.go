@@ -95,7 +95,7 @@ func TestHookDecisions(t *testing.T) {
 		{"tool_input not an object", approve, "", `{"tool_name":"Bash","tool_input":"rm -rf /"}`, agent.Deny, "not a JSON object", ""},
 		{"codex event spelling", approve, "", `{"hook_event_name":"pre_tool_use","tool_name":"Bash","tool_input":{"command":"ls"}}`, agent.Allow, "safe", ""},
 		{"other event", approve, "", `{"hook_event_name":"PostToolUse","tool_name":"Bash","tool_input":{"command":"ls"}}`, agent.Deny, "PreToolUse only", ""},
-		{"unknown tool is caution", approve, "", hookJSON("mcp__notes__add", map[string]any{"text": "hi"}), agent.Allow, "caution (unknown tool", ""},
+		{"unknown tool asks", approve, "", hookJSON("mcp__notes__add", map[string]any{"text": "hi"}), agent.Allow, "approved by", `mcp__notes__add {"text":"hi"}`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			h := &agent.Hook{Classifier: risk.Default(), Persona: "demo", Agent: "Claude Code", Caution: tc.caution, Timeout: 5 * time.Second}

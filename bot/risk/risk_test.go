@@ -160,7 +160,7 @@ func TestToolCall(t *testing.T) {
 		{"grep outside", "Grep", `{"pattern":"x","path":"/var/log"}`, bot.Caution, "reads outside the workspace (/var/log)"},
 		{"webfetch", "WebFetch", `{"url":"https://example.com","prompt":"summarise"}`, bot.Caution, "fetches a URL (WebFetch)"},
 		{"todo", "TodoWrite", `{"todos":[]}`, bot.Safe, ""},
-		{"unknown tool", "mcp__x__y", `{}`, bot.Caution, "unknown tool (mcp__x__y)"},
+		{"unknown tool", "mcp__x__y", `{}`, bot.Dangerous, "unknown tool: signoff cannot see what it does (mcp__x__y)"},
 		{"malformed json", "Bash", `{"command": "ls"`, bot.Dangerous, "tool input is not valid JSON: unexpected end of JSON input"},
 		{"not an object", "Bash", `["ls"]`, bot.Dangerous, "tool input is not a JSON object"},
 		{"empty input", "Read", ``, bot.Dangerous, "Read input has no file_path"},
@@ -318,5 +318,34 @@ func TestPathologicalInputs(t *testing.T) {
 				t.Errorf("Command(%d bytes of %q…) = %s %q, want %s", len(tt.cmd), tt.cmd[:20], got.Level, got.Reasons, tt.level)
 			}
 		})
+	}
+}
+
+// TestToolWildcards: a rules file can trust tools by pattern; the exact
+// name wins over a pattern, and what no entry names is unknown_tool.
+func TestToolWildcards(t *testing.T) {
+	r, err := ParseRules([]byte(`
+unknown_tool: {level: dangerous, reason: "unknown tool"}
+tools:
+  "mcp__github__get_*": {level: safe}
+  "mcp__github__*": {level: caution, reason: "changes GitHub"}
+  mcp__github__get_secret: {level: dangerous, reason: "reads a secret"}
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := New(r)
+	for tool, want := range map[string]bot.Level{
+		"mcp__github__get_issue":  bot.Safe,
+		"mcp__github__create_pr":  bot.Caution,
+		"mcp__github__get_secret": bot.Dangerous,
+		"mcp__slack__post":        bot.Dangerous,
+	} {
+		if got := c.ToolCall(tool, json.RawMessage(`{}`), "/w"); got.Level != want {
+			t.Errorf("%s: %s %q, want %s", tool, got.Level, got.Reasons, want)
+		}
+	}
+	if _, err := ParseRules([]byte("tools:\n  \"mcp__[\": {level: safe}\n")); err == nil {
+		t.Error("a bad tool pattern was accepted")
 	}
 }

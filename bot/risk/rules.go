@@ -17,6 +17,7 @@ import (
 // LoadRules; it is read-only afterwards and safe for concurrent use.
 type Rules struct {
 	Unknown         Program                 `yaml:"unknown"`
+	UnknownTool     Program                 `yaml:"unknown_tool"`
 	MaxDepth        int                     `yaml:"max_depth"`
 	MaxCommandBytes int                     `yaml:"max_command_bytes"`
 	Safe            []string                `yaml:"safe"`
@@ -34,6 +35,7 @@ type Rules struct {
 
 	names     map[string]entry
 	globNames []globEntry
+	toolGlobs []string // tool names with wildcards, in sorted order
 	shellOpts optSet
 	sensPaths []pathPattern
 	notSens   []pathPattern
@@ -293,6 +295,12 @@ func (r *Rules) compile() error {
 	if err := r.Unknown.compile("unknown"); err != nil {
 		return err
 	}
+	if r.UnknownTool.Level == "" {
+		r.UnknownTool = r.Unknown
+	}
+	if err := r.UnknownTool.compile("unknown_tool"); err != nil {
+		return err
+	}
 	r.names = map[string]entry{}
 	add := func(name string, e entry) error {
 		if name == "" {
@@ -444,6 +452,12 @@ func (r *Rules) compile() error {
 		if t == nil {
 			return fmt.Errorf("tools.%s: empty rule", n)
 		}
+		if strings.ContainsAny(n, "*?[") {
+			if _, err := path.Match(n, ""); err != nil {
+				return fmt.Errorf("tools.%s: bad pattern: %v", n, err)
+			}
+			r.toolGlobs = append(r.toolGlobs, n)
+		}
 		if err := checkLevel(t.Level, "tools."+n, true); err != nil {
 			return err
 		}
@@ -529,4 +543,22 @@ func (r *Rules) lookup(name string) (entry, bool) {
 		}
 	}
 	return entry{}, false
+}
+
+// tool returns the rule for a tool: its own entry, else the most specific
+// (longest) wildcard entry that matches it, else nil.
+func (r *Rules) tool(name string) *Tool {
+	if t := r.Tools[name]; t != nil {
+		return t
+	}
+	best := ""
+	for _, g := range r.toolGlobs {
+		if ok, _ := path.Match(g, name); ok && len(g) > len(best) {
+			best = g
+		}
+	}
+	if best == "" {
+		return nil
+	}
+	return r.Tools[best]
 }

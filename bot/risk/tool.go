@@ -32,9 +32,13 @@ func (c *Classifier) ToolCall(tool string, input json.RawMessage, cwd string) bo
 		}
 		return dangerous("tool input is not a JSON object")
 	}
-	t := c.rules.Tools[tool]
+	t := c.rules.tool(tool)
 	if t == nil {
-		return bot.Assessment{Level: c.rules.Unknown.Level, Reasons: []string{"unknown tool (" + shorten(tool) + ")"}}
+		reason := c.rules.UnknownTool.Reason
+		if reason == "" {
+			reason = "unknown tool"
+		}
+		return bot.Assessment{Level: c.rules.UnknownTool.Level, Reasons: []string{reason + " (" + shorten(tool) + ")"}}
 	}
 	var v verdict
 	switch {
