@@ -27,8 +27,10 @@
 // "Name {json}" or a Claude Code hook payload) are judged by their input:
 // Bash by its command; Read, Glob, Grep by the path (inside the workspace
 // safe, outside caution, a secret dangerous); Write and Edit by the path
-// (inside caution, outside or protected dangerous). Network destinations
-// and free text are dangerous: people decide.
+// (inside caution, outside or protected dangerous). A tool the rules do
+// not name (an MCP server's) is dangerous: trust one by name or by
+// wildcard under tools:. Network destinations and free text are
+// dangerous: people decide.
 //
 // What it cannot see: the contents of scripts and files it is asked to
 // run, aliases and functions defined outside the command, what a program
