@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"strconv"
 	"strings"
 	"time"
 )
@@ -75,7 +74,7 @@ func VerifyDiscord(header http.Header, body []byte, key ed25519.PublicKey, now t
 	case ts == "":
 		return &RequestError{Err: ErrDiscordMissingHeader, Detail: DiscordTimestampHeader}
 	}
-	secs, ok := parseDiscordTimestamp(ts)
+	secs, ok := parseUnixSeconds(ts)
 	if !ok {
 		return &RequestError{Err: ErrDiscordMalformed, Detail: DiscordTimestampHeader + " must be decimal Unix seconds"}
 	}
@@ -91,24 +90,5 @@ func VerifyDiscord(header http.Header, body []byte, key ed25519.PublicKey, now t
 	if !ed25519.Verify(key, discordMessage(ts, body), raw) {
 		return &RequestError{Err: ErrDiscordSignature}
 	}
-	skew := now.Sub(time.Unix(secs, 0))
-	if skew > DiscordWindow || skew < -DiscordWindow {
-		return &RequestError{Err: ErrDiscordStale, Detail: fmt.Sprintf("timestamp %s is %s from the gateway clock", ts, skew.Round(time.Second))}
-	}
-	return nil
-}
-
-// parseDiscordTimestamp accepts only what Discord sends: 1 to 12 decimal
-// digits, no sign, no spaces.
-func parseDiscordTimestamp(ts string) (int64, bool) {
-	if len(ts) == 0 || len(ts) > 12 {
-		return 0, false
-	}
-	for i := 0; i < len(ts); i++ {
-		if ts[i] < '0' || ts[i] > '9' {
-			return 0, false
-		}
-	}
-	n, err := strconv.ParseInt(ts, 10, 64)
-	return n, err == nil
+	return checkWindow(ts, secs, now, DiscordWindow, ErrDiscordStale)
 }

@@ -5,9 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
-	"fmt"
 	"net/http"
-	"strconv"
 	"time"
 )
 
@@ -63,7 +61,7 @@ func VerifySlack(header http.Header, body []byte, secret string, now time.Time) 
 	case ts == "":
 		return &RequestError{Err: ErrSlackMissingHeader, Detail: SlackTimestampHeader}
 	}
-	secs, ok := parseSlackTimestamp(ts)
+	secs, ok := parseUnixSeconds(ts)
 	if !ok {
 		return &RequestError{Err: ErrSlackMalformed, Detail: SlackTimestampHeader + " must be decimal Unix seconds"}
 	}
@@ -80,24 +78,5 @@ func VerifySlack(header http.Header, body []byte, secret string, now time.Time) 
 	if !hmac.Equal(got, slackMAC(secret, ts, body)) {
 		return &RequestError{Err: ErrSlackSignature}
 	}
-	skew := now.Sub(time.Unix(secs, 0))
-	if skew > SlackWindow || skew < -SlackWindow {
-		return &RequestError{Err: ErrSlackStale, Detail: fmt.Sprintf("timestamp %s is %s from the gateway clock", ts, skew.Round(time.Second))}
-	}
-	return nil
-}
-
-// parseSlackTimestamp accepts only what Slack sends: 1 to 12 decimal
-// digits, no sign, no spaces.
-func parseSlackTimestamp(ts string) (int64, bool) {
-	if len(ts) == 0 || len(ts) > 12 {
-		return 0, false
-	}
-	for i := 0; i < len(ts); i++ {
-		if ts[i] < '0' || ts[i] > '9' {
-			return 0, false
-		}
-	}
-	n, err := strconv.ParseInt(ts, 10, 64)
-	return n, err == nil
+	return checkWindow(ts, secs, now, SlackWindow, ErrSlackStale)
 }
