@@ -66,7 +66,7 @@ func unavailable(op string, err error) error {
 	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
 		return err
 	}
-	return bot.Errorf(bot.EUnavailable, "store unreachable (%s): %v", op, err)
+	return bot.Errorf(bot.EUnavailable, "store failed (%s): %v", op, err)
 }
 
 // PutPersona stores p.
