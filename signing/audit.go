@@ -133,36 +133,34 @@ func (l *AuditLog) Append(ctx context.Context, e bot.AuditEntry) error {
 	}
 
 	l.mu.Lock()
+	defer l.mu.Unlock()
 	r := Record{
 		Seq: l.seq + 1, Time: now().UTC().Format(time.RFC3339Nano), Type: e.Type, RequestID: e.RequestID,
 		Data: data, Evidence: evidence, Prev: l.prev, Signer: l.key.PublicKey(),
 	}
 	d, err := r.digest()
 	if err != nil {
-		l.mu.Unlock()
 		return fmt.Errorf("audit digest: %w", err)
 	}
 	sig, err := schnorr.Sign(l.priv, d[:])
 	if err != nil {
-		l.mu.Unlock()
 		return fmt.Errorf("audit sign: %w", err)
 	}
 	r.Hash, r.Sig = hex.EncodeToString(d[:]), hex.EncodeToString(sig.Serialize())
 	line, err := json.Marshal(r)
 	if err != nil {
-		l.mu.Unlock()
 		return err
 	}
-	line = append(line, '\n')
-	if _, err := l.f.Write(line); err != nil {
-		l.mu.Unlock()
+	if _, err := l.f.Write(append(line, '\n')); err != nil {
 		return fmt.Errorf("audit write: %w", err)
 	}
 	l.seq, l.prev = r.Seq, r.Hash
-	l.mu.Unlock()
-
 	if l.Mirror != nil {
-		if err := l.Mirror(ctx, line[:len(line)-1]); err != nil {
+		// Under the lock, so the stream holds the records in chain order;
+		// bounded, so a slow store cannot stall the log for long.
+		mctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+		defer cancel()
+		if err := l.Mirror(mctx, line); err != nil {
 			return fmt.Errorf("audit mirror: %w", err)
 		}
 	}

@@ -295,3 +295,44 @@ func TestAuditDigestIsStable(t *testing.T) {
 		t.Errorf("digest = %x, want sha256(%s) = %x", d, pre, want)
 	}
 }
+
+// TestAuditMirrorKeepsChainOrder: under concurrent appends the mirror (the
+// Redis stream other replicas read) receives the records in chain order,
+// and they are the lines written to the file.
+func TestAuditMirrorKeepsChainOrder(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "audit.jsonl")
+	l, err := OpenAudit(path, auditGateway)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	var (
+		mu       sync.Mutex
+		mirrored []string
+	)
+	l.Mirror = func(_ context.Context, line []byte) error {
+		mu.Lock()
+		defer mu.Unlock()
+		mirrored = append(mirrored, string(line))
+		return nil
+	}
+	var wg sync.WaitGroup
+	for i := range 50 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if err := l.Append(context.Background(), bot.AuditEntry{Type: "vote", RequestID: "r", Data: i}); err != nil {
+				t.Error(err)
+			}
+		}()
+	}
+	wg.Wait()
+	file, _ := os.ReadFile(path)
+	lines := strings.Split(strings.TrimSpace(string(file)), "\n")
+	if len(mirrored) != 50 || strings.Join(mirrored, "\n") != strings.Join(lines, "\n") {
+		t.Fatalf("mirror got %d records, not the file's %d in the same order", len(mirrored), len(lines))
+	}
+	if n, err := VerifyAudit(strings.NewReader(string(file)), ""); err != nil || n != 50 {
+		t.Fatalf("verify: %d, %v", n, err)
+	}
+}
