@@ -81,10 +81,12 @@ func serve(ctx context.Context, a *app, args []string) int {
 	if err != nil {
 		return a.fail(err)
 	}
-	for _, p := range personas {
-		if err := store.PutPersona(ctx, p); err != nil {
-			return a.fail(err)
-		}
+	removed, err := store.SyncPersonas(ctx, personas)
+	if err != nil {
+		return a.fail(err)
+	}
+	if len(removed) > 0 {
+		log.Warn("personas removed from the store: their files are gone", "names", removed)
 	}
 
 	key, err := gatewayKey(cfg, log)

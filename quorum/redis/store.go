@@ -75,10 +75,49 @@ func (s *Store) PutPersona(ctx context.Context, p bot.Persona) error {
 	if err != nil {
 		return err
 	}
-	if err := s.rdb.Set(ctx, s.key("persona", p.Name), b, 0).Err(); err != nil {
+	_, err = s.rdb.Pipelined(ctx, func(pl goredis.Pipeliner) error {
+		pl.Set(ctx, s.key("persona", p.Name), b, 0)
+		pl.SAdd(ctx, s.key("personas"), p.Name)
+		return nil
+	})
+	if err != nil {
 		return unavailable("put persona", err)
 	}
 	return nil
+}
+
+// SyncPersonas makes the stored personas exactly ps: each is stored, and
+// any other one (its file was deleted) is removed, so a persona taken out
+// of the folder cannot go on approving. It returns the names removed.
+// Requests already made keep the snapshot they were created with.
+func (s *Store) SyncPersonas(ctx context.Context, ps []bot.Persona) ([]string, error) {
+	keep := map[string]bool{}
+	for _, p := range ps {
+		if err := s.PutPersona(ctx, p); err != nil {
+			return nil, err
+		}
+		keep[p.Name] = true
+	}
+	names, err := s.rdb.SMembers(ctx, s.key("personas")).Result()
+	if err != nil {
+		return nil, unavailable("list personas", err)
+	}
+	var removed []string
+	for _, n := range names {
+		if keep[n] {
+			continue
+		}
+		if _, err := s.rdb.Pipelined(ctx, func(pl goredis.Pipeliner) error {
+			pl.Del(ctx, s.key("persona", n))
+			pl.SRem(ctx, s.key("personas"), n)
+			return nil
+		}); err != nil {
+			return removed, unavailable("remove persona", err)
+		}
+		removed = append(removed, n)
+	}
+	sort.Strings(removed)
+	return removed, nil
 }
 
 // Persona returns the persona called name.

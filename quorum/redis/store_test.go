@@ -473,3 +473,29 @@ func TestEmbeddedTTLFollowsClock(t *testing.T) {
 		t.Errorf("TTL = %s, want just under 1h", ttl)
 	}
 }
+
+// TestSyncPersonas: a persona whose file was deleted is removed from the
+// store at the next start, so it can no longer be asked; the others stay.
+func TestSyncPersonas(t *testing.T) {
+	for _, backend := range bottest.Backends() {
+		t.Run(backend, func(t *testing.T) {
+			s := bottest.Start(t, backend).Store(t)
+			ctx := context.Background()
+			a, b := quorumtest.Persona(0, 1), quorumtest.Persona(0, 1)
+			a.Name, b.Name = "kept", "dropped"
+			if removed, err := s.SyncPersonas(ctx, []bot.Persona{a, b}); err != nil || len(removed) != 0 {
+				t.Fatalf("first sync: %v, %v", removed, err)
+			}
+			removed, err := s.SyncPersonas(ctx, []bot.Persona{a})
+			if err != nil || len(removed) != 1 || removed[0] != "dropped" {
+				t.Fatalf("second sync removed %v, %v; want [dropped]", removed, err)
+			}
+			if _, err := s.Persona(ctx, "dropped"); bot.ErrorCode(err) != bot.ENotFound {
+				t.Errorf("dropped persona still there: %v", err)
+			}
+			if _, err := s.Persona(ctx, "kept"); err != nil {
+				t.Errorf("kept persona: %v", err)
+			}
+		})
+	}
+}
