@@ -138,15 +138,8 @@ func (w *walker) nested(src string, n syntax.Node, cx ctx) {
 		case *syntax.Stmt:
 			w.stmt(src, x, in{}, cx)
 			return false
-		case *syntax.CmdSubst:
-			for _, st := range x.Stmts {
-				w.stmt(src, st, in{}, cx)
-			}
-			return false
-		case *syntax.ProcSubst:
-			for _, st := range x.Stmts {
-				w.stmt(src, st, in{}, cx)
-			}
+		case *syntax.CmdSubst, *syntax.ProcSubst:
+			w.subst(src, x, cx)
 			return false
 		case *syntax.Assign:
 			w.assign(src, x, cx)
@@ -154,6 +147,20 @@ func (w *walker) nested(src string, n syntax.Node, cx ctx) {
 		}
 		return true
 	})
+}
+
+// subst walks the commands inside a $(…), `…`, <(…) or >(…).
+func (w *walker) subst(src string, n syntax.Node, cx ctx) {
+	var stmts []*syntax.Stmt
+	switch x := n.(type) {
+	case *syntax.CmdSubst:
+		stmts = x.Stmts
+	case *syntax.ProcSubst:
+		stmts = x.Stmts
+	}
+	for _, st := range stmts {
+		w.stmt(src, st, in{}, cx)
+	}
 }
 
 func (w *walker) words(src string, ws []*syntax.Word, cx ctx) {
@@ -176,16 +183,9 @@ func (w *walker) assign(src string, a *syntax.Assign, cx ctx) {
 	}
 	if a.Array != nil || a.Index != nil {
 		syntax.Walk(a, func(n syntax.Node) bool {
-			switch x := n.(type) {
-			case *syntax.CmdSubst:
-				for _, st := range x.Stmts {
-					w.stmt(src, st, in{}, cx)
-				}
-				return false
-			case *syntax.ProcSubst:
-				for _, st := range x.Stmts {
-					w.stmt(src, st, in{}, cx)
-				}
+			switch n.(type) {
+			case *syntax.CmdSubst, *syntax.ProcSubst:
+				w.subst(src, n, cx)
 				return false
 			}
 			return true

@@ -18,3 +18,17 @@ func loadClassifier(path string) (*risk.Classifier, error) {
 	}
 	return risk.New(rules), nil
 }
+
+// configAndClassifier loads the configuration and the classifier it names,
+// as every command that classifies needs both.
+func configAndClassifier() (*config, *risk.Classifier, error) {
+	cfg, err := loadConfig()
+	if err != nil {
+		return nil, nil, err
+	}
+	c, err := loadClassifier(cfg.Rules)
+	if err != nil {
+		return nil, nil, err
+	}
+	return cfg, c, nil
+}

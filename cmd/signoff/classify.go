@@ -20,11 +20,7 @@ func classify(_ context.Context, a *app, args []string) int {
 	if code, ok := parse(fs, args); !ok {
 		return code
 	}
-	cfg, err := loadConfig()
-	if err != nil {
-		return a.fail(err)
-	}
-	c, err := loadClassifier(cfg.Rules)
+	_, c, err := configAndClassifier()
 	if err != nil {
 		return a.fail(err)
 	}

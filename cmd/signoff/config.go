@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"io"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -86,4 +87,16 @@ func (c *config) keyPath() string {
 		return c.Key
 	}
 	return defaultKeyPath()
+}
+
+// logger returns a text logger on w at SIGNOFF_LOG_LEVEL; with a level it
+// cannot read, the error and an info-level logger.
+func (c *config) logger(w io.Writer) (*slog.Logger, error) {
+	var level slog.Level
+	err := level.UnmarshalText([]byte(c.LogLevel))
+	if err != nil {
+		level = slog.LevelInfo
+		err = fmt.Errorf("SIGNOFF_LOG_LEVEL %q is not debug, info, warn or error", c.LogLevel)
+	}
+	return slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: level})), err
 }

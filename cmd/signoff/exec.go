@@ -30,11 +30,7 @@ func execCommand(ctx context.Context, a *app, args []string) int {
 		fs.Usage()
 		return a.failf("nothing to run: give -- CMD…")
 	}
-	cfg, err := loadConfig()
-	if err != nil {
-		return a.fail(err)
-	}
-	c, err := loadClassifier(cfg.Rules)
+	cfg, c, err := configAndClassifier()
 	if err != nil {
 		return a.fail(err)
 	}

@@ -40,11 +40,7 @@ func hook(ctx context.Context, a *app, args []string) int {
 	case h.Caution != agent.Allow && h.Caution != agent.Ask:
 		return hookDeny(a, "--caution must be allow or ask; not allowed")
 	}
-	cfg, err := loadConfig()
-	if err != nil {
-		return hookDeny(a, err.Error()+"; not allowed")
-	}
-	c, err := loadClassifier(cfg.Rules)
+	cfg, c, err := configAndClassifier()
 	if err != nil {
 		return hookDeny(a, err.Error()+"; not allowed")
 	}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"io"
-	"log/slog"
 	"strings"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -23,17 +22,11 @@ func mcpServe(ctx context.Context, a *app, args []string) int {
 	if code, ok := parse(fs, args); !ok {
 		return code
 	}
-	cfg, err := loadConfig()
+	cfg, c, err := configAndClassifier()
 	if err != nil {
 		return a.fail(err)
 	}
-	c, err := loadClassifier(cfg.Rules)
-	if err != nil {
-		return a.fail(err)
-	}
-	level := slog.LevelInfo
-	level.UnmarshalText([]byte(cfg.LogLevel))
-	log := slog.New(slog.NewTextHandler(a.stderr, &slog.HandlerOptions{Level: level}))
+	log, _ := cfg.logger(a.stderr) // an unreadable level logs at info
 	locked := *persona != ""
 	if !locked {
 		*persona = cfg.Persona

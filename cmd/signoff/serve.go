@@ -45,11 +45,10 @@ func serve(ctx context.Context, a *app, args []string) int {
 	if err != nil {
 		return a.fail(err)
 	}
-	var level slog.Level
-	if err := level.UnmarshalText([]byte(cfg.LogLevel)); err != nil {
-		return a.failf("SIGNOFF_LOG_LEVEL %q is not debug, info, warn or error", cfg.LogLevel)
+	log, err := cfg.logger(a.stderr)
+	if err != nil {
+		return a.fail(err)
 	}
-	log := slog.New(slog.NewTextHandler(a.stderr, &slog.HandlerOptions{Level: level}))
 
 	// The store: embedded unless a real Redis is named.
 	var store *qredis.Store
