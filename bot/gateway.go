@@ -211,24 +211,29 @@ func (g *Gateway) Submit(ctx context.Context, n NewRequest) (*Request, error) {
 		return g.resolveNow(ctx, r.ID, Denied, "persona "+p.Name+" has no owner, so no one may approve")
 	}
 	refs, err := g.post(ctx, r, p)
+	added := false
 	if len(refs) > 0 {
-		if err := g.Store.AddMessages(ctx, r.ID, refs); err != nil {
-			g.log().Error("record posted messages", "id", r.ID, "err", err)
-		} else if cur, gerr := g.Store.Get(ctx, r.ID); gerr == nil && cur.Status.Final() {
-			// Decided while it was being posted (a fast answer, a short
-			// timeout): the follow-up may have read the message list
-			// before these were added, so edit them too.
-			g.background(func() {
-				ctx, cancel := context.WithTimeout(context.Background(), 2*g.PostTimeout+5*time.Second)
-				defer cancel()
-				g.edit(ctx, cur, refs)
-			})
+		if aerr := g.Store.AddMessages(ctx, r.ID, refs); aerr != nil {
+			g.log().Error("record posted messages", "id", r.ID, "err", aerr)
+		} else {
+			added = true
 		}
 	}
 	if err != nil {
 		return g.resolveNow(ctx, r.ID, Denied, err.Error())
 	}
-	return g.Store.Get(ctx, r.ID)
+	cur, err := g.Store.Get(ctx, r.ID)
+	if err == nil && added && cur.Status.Final() {
+		// Decided while it was being posted (a fast answer, a short
+		// timeout): the follow-up may have read the message list before
+		// these were added, so edit them too.
+		g.background(func() {
+			ctx, cancel := context.WithTimeout(context.Background(), 2*g.PostTimeout+5*time.Second)
+			defer cancel()
+			g.edit(ctx, cur, refs)
+		})
+	}
+	return cur, err
 }
 
 // validate checks and normalises what an agent submitted.
