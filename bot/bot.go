@@ -89,10 +89,13 @@ const (
 	Approved Status = "approved"
 	Denied   Status = "denied"
 	Expired  Status = "expired"
+	// Withdrawn: the requester went away or took it back. Final, and
+	// never an approval.
+	Withdrawn Status = "withdrawn"
 )
 
 // Final reports whether s is a decision.
-func (s Status) Final() bool { return s == Approved || s == Denied || s == Expired }
+func (s Status) Final() bool { return s == Approved || s == Denied || s == Expired || s == Withdrawn }
 
 // Level is the risk class of an action.
 type Level string
@@ -159,6 +162,8 @@ type Vote struct {
 	At     time.Time `json:"at"`
 	Result Result    `json:"result"`
 	Why    string    `json:"why,omitempty"`
+	// Reason is what the voter said with the vote ("use the staging bucket").
+	Reason string `json:"reason,omitempty"`
 }
 
 // Ballot is an answer arriving from a platform, before it is judged.
@@ -177,6 +182,8 @@ type Ballot struct {
 	// or the platform payload and its signature headers.
 	Evidence json.RawMessage
 	At       time.Time
+	// Reason is what the voter said with it, kept with the vote.
+	Reason string
 }
 
 // VoteOutcome is what CastVote tells the platform that delivered a ballot.
@@ -215,6 +222,8 @@ type Request struct {
 	DecisionReason string       `json:"decision_reason,omitempty"`
 	Votes          []Vote       `json:"votes"`
 	Messages       []MessageRef `json:"messages,omitempty"`
+	// Electorate is who may still decide and what would (pending requests).
+	Electorate *Electorate `json:"electorate,omitempty"`
 }
 
 // NewRequest is what an agent submits.

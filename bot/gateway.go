@@ -233,7 +233,7 @@ func (g *Gateway) Submit(ctx context.Context, n NewRequest) (*Request, error) {
 			g.edit(ctx, cur, refs)
 		})
 	}
-	return cur, err
+	return g.describe(ctx, cur, err)
 }
 
 // validate checks and normalises what an agent submitted.
@@ -395,6 +395,8 @@ func (g *Gateway) CastVote(ctx context.Context, b Ballot) (VoteOutcome, error) {
 	}
 	if out.Decided {
 		g.decided(b.RequestID)
+	} else if out.Recorded {
+		g.changed(ctx, b.RequestID)
 	}
 	return out, nil
 }
@@ -499,7 +501,8 @@ func (g *Gateway) audit(ctx context.Context, e AuditEntry) {
 
 // Get returns a request.
 func (g *Gateway) Get(ctx context.Context, id string) (*Request, error) {
-	return g.Store.Get(ctx, id)
+	r, err := g.Store.Get(ctx, id)
+	return g.describe(ctx, r, err)
 }
 
 // List returns requests, newest last.
@@ -507,12 +510,13 @@ func (g *Gateway) List(ctx context.Context, f Filter) ([]*Request, error) {
 	return g.Store.List(ctx, f)
 }
 
-// Wait returns the request as soon as it is decided, or when d has passed.
-// Waiters are woken by the gateway's single decision subscription.
+// Wait returns the request as soon as it changes (a vote recorded, a
+// decision), or when d has passed. Waiters are woken by the gateway's
+// single subscription.
 func (g *Gateway) Wait(ctx context.Context, id string, d time.Duration) (*Request, error) {
 	ch := g.hub.add(id)
 	defer g.hub.remove(id, ch)
-	r, err := g.Store.Get(ctx, id)
+	r, err := g.Get(ctx, id)
 	if err != nil || r.Status.Final() || d <= 0 {
 		return r, err
 	}
@@ -524,7 +528,7 @@ func (g *Gateway) Wait(ctx context.Context, id string, d time.Duration) (*Reques
 	case <-ctx.Done():
 		return nil, ctx.Err()
 	}
-	return g.Store.Get(ctx, id)
+	return g.Get(ctx, id)
 }
 
 // hub maps request ids to the waiters on this gateway.

@@ -29,6 +29,8 @@ func Outcome(r *Request) string {
 		s = "❌ denied"
 	case Expired:
 		s = "⌛ expired"
+	case Withdrawn:
+		s = "↩ withdrawn"
 	default:
 		return "⏳ pending"
 	}
@@ -41,7 +43,27 @@ func Outcome(r *Request) string {
 	if r.DecisionReason != "" && len(r.DecidedBy) == 0 {
 		s += ": " + r.DecisionReason
 	}
+	if said := VoteReasons(r); said != "" {
+		s += " — " + said
+	}
 	return s
+}
+
+// VoteReasons is what the counted voters said with their votes:
+// `carol: "use the staging bucket"`, joined with "; ".
+func VoteReasons(r *Request) string {
+	var out []string
+	for _, v := range r.Votes {
+		if v.Result != Counted || v.Reason == "" {
+			continue
+		}
+		name := v.Name
+		if name == "" {
+			name = v.Voter.String()
+		}
+		out = append(out, fmt.Sprintf("%s: %q", name, v.Reason))
+	}
+	return strings.Join(out, "; ")
 }
 
 // Summary is a multi-line plain-text body for a request: headline, how to

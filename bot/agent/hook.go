@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/signoff/signoff/bot"
+	"github.com/signoff/signoff/bot/wait"
 )
 
 // Hook decisions, as Claude Code's PreToolUse hook output names them.
@@ -223,7 +224,7 @@ func (h *Hook) Decide(ctx context.Context, raw []byte) HookDecision {
 		return deny("%s, and the gateway could not be asked (%s); not approved", reasonsText(a), errorText(err))
 	}
 	h.logf("signoff: asked persona %s (request %s): %s", r.Persona, r.ID, bot.Headline(r))
-	r, err = Await(ctx, h.Gateway, r, h.Poll, nil)
+	r, err = h.await(ctx, r)
 	if err != nil {
 		h.logf("signoff: request %s: %s", r.ID, errorText(err))
 		return deny("%s; request %s: %s; not approved", reasonsText(a), r.ID, errorText(err))
@@ -233,6 +234,19 @@ func (h *Hook) Decide(ctx context.Context, raw []byte) HookDecision {
 		return HookDecision{Decision: Allow, Reason: "signoff: " + bot.Outcome(r) + " (request " + r.ID + ")"}
 	}
 	return deny("%s (request %s). This %s call was not approved; do not try to reach the same result another way.", bot.Outcome(r), r.ID, clip(in.ToolName, 100))
+}
+
+// await waits for r's decision, showing its votes and countdown on the
+// hook's stderr as they change.
+func (h *Hook) await(ctx context.Context, r *bot.Request) (*bot.Request, error) {
+	if h.Log == nil {
+		return Await(ctx, h.Gateway, r, h.Poll, nil)
+	}
+	d := wait.New(h.Log, wait.IsTerminal(h.Log))
+	d.Update(r)
+	d.Start()
+	defer d.Stop()
+	return Await(ctx, h.Gateway, r, h.Poll, d.Update)
 }
 
 func (h *Hook) logf(format string, args ...any) {

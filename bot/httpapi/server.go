@@ -133,9 +133,9 @@ func (s *Server) get(w http.ResponseWriter, r *http.Request) {
 func (s *Server) list(w http.ResponseWriter, r *http.Request) {
 	st := bot.Status(r.URL.Query().Get("status"))
 	switch st {
-	case "", bot.Pending, bot.Approved, bot.Denied, bot.Expired:
+	case "", bot.Pending, bot.Approved, bot.Denied, bot.Expired, bot.Withdrawn:
 	default:
-		s.fail(w, r, bot.Errorf(bot.EInvalid, "status %q is not one of pending, approved, denied, expired", st))
+		s.fail(w, r, bot.Errorf(bot.EInvalid, "status %q is not one of pending, approved, denied, expired, withdrawn", st))
 		return
 	}
 	rs, err := s.Gateway.List(r.Context(), bot.Filter{Status: st})

@@ -6,10 +6,11 @@ import (
 	"io"
 	"os"
 	"strings"
-	"time"
 
 	"github.com/signoff/signoff/bot"
+	"github.com/signoff/signoff/bot/agent"
 	"github.com/signoff/signoff/bot/httpapi"
+	"github.com/signoff/signoff/bot/wait"
 )
 
 func init() { commands["request"] = request }
@@ -66,86 +67,24 @@ func ask(ctx context.Context, a *app, c *httpapi.Client, n bot.NewRequest) (int,
 	fmt.Fprintf(a.stderr, "\n  request %s · persona %s · %s\n", r.ID, r.Persona, bot.HowToAnswer)
 	fmt.Fprintf(a.stderr, "  from a terminal: signoff approve %s   (or deny)\n", r.ID)
 
-	p := progress{w: a.stderr, tty: isTTY(a.stderr)}
-	for !r.Status.Final() {
-		p.show(r, time.Now())
-		wait := min(time.Until(r.Deadline)+2*time.Second, 25*time.Second)
-		if wait < time.Second {
-			wait = time.Second
+	d := wait.New(a.stderr, wait.IsTerminal(a.stderr))
+	d.Update(r)
+	d.Start()
+	r, err = agent.Await(ctx, c, r, 0, d.Update)
+	d.Stop()
+	if err != nil {
+		if ctx.Err() != nil {
+			fmt.Fprintln(a.stderr, "signoff: interrupted while waiting; not approved")
+			return 1, r
 		}
-		next, err := c.Wait(ctx, r.ID, wait)
-		if err != nil {
-			p.done()
-			if ctx.Err() != nil {
-				fmt.Fprintln(a.stderr, "signoff: interrupted while waiting; not approved")
-				return 1, r
-			}
-			fmt.Fprintf(a.stderr, "signoff: %s; not approved\n", bot.ErrorMessage(err))
-			return 2, r
-		}
-		r = next
+		fmt.Fprintf(a.stderr, "signoff: %s; not approved\n", bot.ErrorMessage(err))
+		return 2, r
 	}
-	p.done()
 	fmt.Fprintln(a.stderr, bot.Outcome(r))
 	if r.Status == bot.Approved {
 		return 0, r
 	}
 	return 1, r
-}
-
-// progress shows votes so far and the time left: rewritten in place on a
-// terminal, a line on change (or every 30s) otherwise.
-type progress struct {
-	w    io.Writer
-	tty  bool
-	last string
-	at   time.Time
-}
-
-func (p *progress) show(r *bot.Request, now time.Time) {
-	counted, ignored := 0, 0
-	var who []string
-	for _, v := range r.Votes {
-		switch v.Result {
-		case bot.Counted:
-			counted++
-			name := v.Name
-			if name == "" {
-				name = v.Voter.String()
-			}
-			who = append(who, name+" "+string(v.Choice))
-		case bot.Ignored:
-			ignored++
-		}
-	}
-	left := r.Deadline.Sub(now).Round(time.Second)
-	if left < 0 {
-		left = 0
-	}
-	votes := fmt.Sprintf("%d votes", counted)
-	if len(who) > 0 {
-		votes += " (" + strings.Join(who, ", ") + ")"
-	}
-	if ignored > 0 {
-		votes += fmt.Sprintf(", %d ignored", ignored)
-	}
-	line := fmt.Sprintf("waiting: %s · %s left", votes, left)
-	if p.tty {
-		fmt.Fprintf(p.w, "\r\033[K%s", line)
-		p.last = line
-		return
-	}
-	key := votes
-	if key != p.last || now.Sub(p.at) >= 30*time.Second {
-		fmt.Fprintln(p.w, line)
-		p.last, p.at = key, now
-	}
-}
-
-func (p *progress) done() {
-	if p.tty && p.last != "" {
-		fmt.Fprint(p.w, "\r\033[K")
-	}
 }
 
 func isTTY(w io.Writer) bool {

@@ -376,7 +376,7 @@ func (s *Store) RecordVote(ctx context.Context, b bot.Ballot) (bot.VoteOutcome, 
 	if at.IsZero() {
 		at = time.Now()
 	}
-	voteJSON, err := json.Marshal(bot.Vote{Voter: b.Voter, Name: v.Person, Choice: b.Choice, Proof: b.Proof, At: at.UTC()})
+	voteJSON, err := json.Marshal(bot.Vote{Voter: b.Voter, Name: v.Person, Choice: b.Choice, Proof: b.Proof, At: at.UTC(), Reason: b.Reason})
 	if err != nil {
 		return out, err
 	}

@@ -1,0 +1,26 @@
+package redis
+
+import (
+	"context"
+
+	"github.com/signoff/signoff/bot"
+)
+
+var (
+	_ bot.Notifier      = (*Store)(nil)
+	_ bot.SnapshotStore = (*Store)(nil)
+)
+
+// Changed publishes id on the decision channel: waiters on every replica
+// look again (a vote was counted, the request is still pending).
+func (s *Store) Changed(ctx context.Context, id string) error {
+	if err := s.rdb.Publish(ctx, s.channel(), id).Err(); err != nil {
+		return unavailable("publish change", err)
+	}
+	return nil
+}
+
+// Snapshot returns the persona the request was created under.
+func (s *Store) Snapshot(ctx context.Context, id string) (bot.Persona, error) {
+	return s.snapshot(ctx, id)
+}
