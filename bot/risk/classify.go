@@ -6,7 +6,6 @@ import (
 	"sync"
 
 	"github.com/signoff/signoff/bot"
-	"github.com/signoff/signoff/configs/rules"
 )
 
 // Classifier gives shell commands and tool calls a risk level and the
@@ -19,15 +18,15 @@ type Classifier struct {
 var _ bot.Classifier = (*Classifier)(nil)
 
 var defaultClassifier = sync.OnceValue(func() *Classifier {
-	r, err := ParseRules(rules.Default)
+	r, err := ParsePacks(DefaultPacks())
 	if err != nil {
 		return &Classifier{bad: "embedded risk rules are invalid: " + err.Error()}
 	}
 	return &Classifier{rules: r}
 })
 
-// Default returns a classifier with the embedded rules
-// (configs/rules/risk.yaml).
+// Default returns a classifier with the embedded packs
+// (configs/rules/*.yaml).
 func Default() *Classifier { return defaultClassifier() }
 
 // New returns a classifier with rules from ParseRules or LoadRules; nil
@@ -172,6 +171,25 @@ func (v *verdict) result() bot.Assessment {
 	return a
 }
 
+// withID writes a rule's id after its reason, as people see it:
+// "discards uncommitted work (git reset --hard) [core.git:git-reset-hard]".
+func withID(reason, id string) string {
+	if id == "" || reason == "" {
+		return reason
+	}
+	return reason + " [" + id + "]"
+}
+
+// splitID undoes withID.
+func splitID(reason string) (string, string) {
+	if strings.HasSuffix(reason, "]") {
+		if i := strings.LastIndex(reason, " ["); i >= 0 {
+			return reason[:i], reason[i+2 : len(reason)-1]
+		}
+	}
+	return reason, ""
+}
+
 func quote(s string) string {
 	return "\"" + shorten(s) + "\""
 }
@@ -182,4 +200,40 @@ func shortErr(err error) string {
 		s = s[:197] + "..."
 	}
 	return strings.ToValidUTF8(s, "?")
+}
+
+// Hit is one rule that matched, for Explain: its level, its id (e.g.
+// core.git:git-reset-hard; empty for the parser's own judgements), its
+// reason, and the command text it matched in.
+type Hit struct {
+	Level  bot.Level `json:"level"`
+	Rule   string    `json:"rule,omitempty"`
+	Reason string    `json:"reason"`
+	Span   string    `json:"span"`
+}
+
+// Explanation is an assessment with every rule that matched on the way.
+type Explanation struct {
+	bot.Assessment
+	Hits []Hit `json:"hits"`
+}
+
+// Explain classifies a command like Command and also returns every rule
+// that matched, with the span of the command it matched in.
+func (c *Classifier) Explain(cmd string) Explanation {
+	if c.bad != "" {
+		a := dangerous(c.bad)
+		return Explanation{a, []Hit{{Level: bot.Dangerous, Reason: c.bad, Span: cmd}}}
+	}
+	if len(cmd) > c.rules.MaxCommandBytes {
+		a := c.Command(cmd)
+		return Explanation{a, []Hit{{Level: a.Level, Reason: a.Reasons[0], Span: shorten(cmd)}}}
+	}
+	w := walker{r: c.rules, explain: true, span: cmd}
+	w.shell(cmd, 0)
+	hits := w.hits
+	if hits == nil {
+		hits = []Hit{}
+	}
+	return Explanation{w.result(), hits}
 }

@@ -17,7 +17,7 @@
 // by an interpreter, code piped into a shell or interpreter (curl | sh,
 // base64 -d | sh), and anything that does not parse.
 //
-// The rules are data: configs/rules/risk.yaml, embedded by default
+// The rules are data: packs in configs/rules/*.yaml, embedded by default
 // (Default) and replaceable from a file (LoadRules, New). The file names
 // programs and their subcommands, flags and arguments, wrappers, shells,
 // interpreters, SQL clients, sensitive and protected paths, and tools;

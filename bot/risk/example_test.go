@@ -19,7 +19,7 @@ func Example() {
 	a = c.ToolCall("Read", json.RawMessage(`{"file_path":"/home/alice/.ssh/id_ed25519"}`), "/home/alice/proj")
 	fmt.Println(a.Level, a.Reasons)
 	// Output:
-	// dangerous [recursive delete of a root, home, or wildcard path]
+	// dangerous [recursive delete of a root, home, or wildcard path [core.filesystem:rm-delete]]
 	// safe []
 	// dangerous [reads a sensitive path (/home/alice/.ssh/id_ed25519)]
 }

@@ -235,9 +235,19 @@ func (r *Rules) writeReason(text string) (reason string, harmless bool) {
 	if r.sensitive(text) {
 		return "writes to a sensitive path (" + shorten(text) + ")", false
 	}
-	for _, g := range r.writeBad {
-		if anyMatch(g.paths, &p) {
-			return g.reason, false
+	var folded *pathPattern
+	for i := range r.writeBad {
+		g := &r.writeBad[i]
+		q := &p
+		if g.fold {
+			if folded == nil {
+				f := splitPath(strings.ToLower(text))
+				folded = &f
+			}
+			q = folded
+		}
+		if anyMatch(g.paths, q) {
+			return withID(g.reason, g.id), false
 		}
 	}
 	return "", false

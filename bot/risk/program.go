@@ -58,8 +58,8 @@ func (w *walker) program(name string, p *Program, args []word, cx ctx) {
 // program's options before a subcommand).
 func (w *walker) apply(name string, p *Program, args []word, cx ctx, full bool) {
 	type hit struct {
-		level  bot.Level
-		reason string
+		level      bot.Level
+		reason, id string
 	}
 	var raises []hit
 	base := p.Level
@@ -68,12 +68,12 @@ func (w *walker) apply(name string, p *Program, args []word, cx ctx, full bool) 
 			base = l
 		}
 	}
-	rule := func(l bot.Level, reason string) {
+	rule := func(l bot.Level, reason, id string) {
 		if rank(l) < rank(p.Level) {
 			lower(l)
 			return
 		}
-		raises = append(raises, hit{l, reason})
+		raises = append(raises, hit{l, reason, id})
 	}
 	exact := func(t string) bool {
 		if p.withArg.hasExact(t) {
@@ -96,7 +96,7 @@ func (w *walker) apply(name string, p *Program, args []word, cx ctx, full bool) 
 		t = strings.ToLower(t)
 		for j := range p.Args {
 			if globAny(p.Args[j].Match, t) {
-				rule(p.Args[j].Level, p.Args[j].Reason)
+				rule(p.Args[j].Level, p.Args[j].Reason, p.Args[j].ID)
 			}
 		}
 	}
@@ -127,7 +127,7 @@ func (w *walker) apply(name string, p *Program, args []word, cx ctx, full bool) 
 					if len(f.Values) > 0 && (!hasValue || !globAny(f.Values, strings.ToLower(value))) {
 						continue
 					}
-					rule(f.Level, f.Reason)
+					rule(f.Level, f.Reason, f.ID)
 				}
 				if p.Deletes != nil && p.Deletes.set.has(&o) {
 					delWhen = true
@@ -159,22 +159,22 @@ func (w *walker) apply(name string, p *Program, args []word, cx ctx, full bool) 
 		if reason == "" && base == bot.Dangerous {
 			reason = name + " is listed as dangerous"
 		}
-		w.add(base, reason)
+		w.add(base, withID(reason, p.id))
 	}
 	for _, h := range raises {
-		w.add(h.level, reasonOr(h.reason, name+" with these options is dangerous"))
+		w.add(h.level, withID(reasonOr(h.reason, name+" with these options is dangerous"), h.id))
 	}
 	if full && p.Deletes != nil && delWhen {
 		d := p.Deletes
 		if len(positionals) == 0 && cx.inputArgs {
-			w.add(bot.Dangerous, d.Reason+" (paths read from input)")
+			w.add(bot.Dangerous, withID(d.Reason+" (paths read from input)", d.ID))
 		}
 		for _, a := range positionals {
 			switch deleteTarget(a) {
 			case 1:
-				w.add(bot.Dangerous, d.Reason)
+				w.add(bot.Dangerous, withID(d.Reason, d.ID))
 			case 2:
-				w.add(bot.Dangerous, reasonOr(d.OutsideReason, d.Reason))
+				w.add(bot.Dangerous, withID(reasonOr(d.OutsideReason, d.Reason), d.ID))
 			}
 		}
 	}

@@ -66,7 +66,7 @@ func TestCommandReasons(t *testing.T) {
 				}
 				return
 			}
-			if !slices.Contains(got.Reasons, tt.reason) {
+			if !slices.Contains(stripIDs(got.Reasons), tt.reason) {
 				t.Errorf("Command(%q) reasons = %q, want one to be %q", tt.cmd, got.Reasons, tt.reason)
 			}
 		})
@@ -80,14 +80,14 @@ func TestReasonsAccumulateOnce(t *testing.T) {
 		"recursive delete of a root, home, or wildcard path",
 		"force push rewrites remote history (git push --force)",
 	}
-	if got.Level != bot.Dangerous || !slices.Equal(got.Reasons, want) {
+	if got.Level != bot.Dangerous || !slices.Equal(stripIDs(got.Reasons), want) {
 		t.Errorf("got %s %q, want dangerous %q", got.Level, got.Reasons, want)
 	}
 }
 
 func TestReasonsOnlyAtFinalLevel(t *testing.T) {
 	got := Default().Command("git commit -m x && git push --force")
-	if len(got.Reasons) != 1 || got.Reasons[0] != "force push rewrites remote history (git push --force)" {
+	if len(got.Reasons) != 1 || stripIDs(got.Reasons)[0] != "force push rewrites remote history (git push --force)" {
 		t.Errorf("reasons = %q, want only the dangerous one", got.Reasons)
 	}
 }
@@ -172,7 +172,7 @@ func TestToolCall(t *testing.T) {
 			if got.Level != tt.level {
 				t.Fatalf("ToolCall(%s, %s) = %s %q, want %s", tt.tool, tt.input, got.Level, got.Reasons, tt.level)
 			}
-			if tt.reason != "" && !slices.Contains(got.Reasons, tt.reason) {
+			if tt.reason != "" && !slices.Contains(stripIDs(got.Reasons), tt.reason) {
 				t.Errorf("ToolCall(%s, %s) reasons = %q, want one to be %q", tt.tool, tt.input, got.Reasons, tt.reason)
 			}
 		})
@@ -220,7 +220,7 @@ func TestClassify(t *testing.T) {
 			if got.Level != tt.level {
 				t.Fatalf("Classify(%s, %q) = %s %q, want %s", tt.kind, tt.action, got.Level, got.Reasons, tt.level)
 			}
-			if tt.reason != "" && !slices.Contains(got.Reasons, tt.reason) {
+			if tt.reason != "" && !slices.Contains(stripIDs(got.Reasons), tt.reason) {
 				t.Errorf("Classify(%s, %q) reasons = %q, want one to be %q", tt.kind, tt.action, got.Reasons, tt.reason)
 			}
 			if got.Reasons == nil {
@@ -245,7 +245,7 @@ func TestLoadRules(t *testing.T) {
 			t.Fatal(err)
 		}
 		c := New(r)
-		if got := c.Command("frob"); got.Level != bot.Dangerous || got.Reasons[0] != "frob is scary" {
+		if got := c.Command("frob"); got.Level != bot.Dangerous || stripIDs(got.Reasons)[0] != "frob is scary" {
 			t.Errorf("frob = %s %q, want dangerous \"frob is scary\"", got.Level, got.Reasons)
 		}
 		if got := c.Command("git status | ls"); got.Level != bot.Safe {
@@ -347,5 +347,49 @@ tools:
 	}
 	if _, err := ParseRules([]byte("tools:\n  \"mcp__[\": {level: safe}\n")); err == nil {
 		t.Error("a bad tool pattern was accepted")
+	}
+}
+
+// stripIDs drops the rule ids from reasons, for tests that compare texts.
+func stripIDs(reasons []string) []string {
+	out := make([]string, len(reasons))
+	for i, r := range reasons {
+		out[i], _ = splitID(r)
+	}
+	return out
+}
+
+func TestLoadPackDirectoryOverridesByFileName(t *testing.T) {
+	dir := t.TempDir()
+	// git.yaml replaces the embedded git pack; frob.yaml adds one.
+	if err := os.WriteFile(filepath.Join(dir, "git.yaml"), []byte("pack: mine.git\nprograms:\n  git: {level: dangerous, reason: \"no git here\"}\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "frob.yaml"), []byte("pack: mine.frob\ndangerous:\n  frob: \"frob is scary\"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	r, err := LoadRules(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := New(r)
+	if got := c.Command("git status"); got.Level != bot.Dangerous || got.Reasons[0] != "no git here [mine.git:git]" {
+		t.Errorf("git status = %s %q, want the overriding pack's rule", got.Level, got.Reasons)
+	}
+	if got := c.Command("frob"); got.Reasons[0] != "frob is scary [mine.frob:frob]" {
+		t.Errorf("frob = %s %q, want the added pack's rule", got.Level, got.Reasons)
+	}
+	if got := c.Command("sudo ls"); got.Level != bot.Dangerous {
+		t.Errorf("sudo ls = %s, want the embedded core pack still in force", got.Level)
+	}
+	// A name given by two packs is an error naming it.
+	if err := os.WriteFile(filepath.Join(dir, "dup.yaml"), []byte("dangerous:\n  frob: \"again\"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := LoadRules(dir); err == nil || !strings.Contains(err.Error(), "frob") {
+		t.Errorf("two packs naming frob: err = %v, want an error naming frob", err)
+	}
+	if _, err := LoadRules(t.TempDir()); err == nil {
+		t.Error("an empty pack directory loaded without error")
 	}
 }

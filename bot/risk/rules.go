@@ -2,20 +2,20 @@ package risk
 
 import (
 	"fmt"
-	"os"
 	"path"
 	"sort"
 	"strings"
 
-	"github.com/goccy/go-yaml"
-
 	"github.com/signoff/signoff/bot"
 )
 
-// Rules is a parsed and checked risk rules file (configs/rules/risk.yaml is
+// Rules are parsed and checked risk rules (configs/rules/core.yaml is
 // the default and documents the format). Get one from ParseRules or
 // LoadRules; it is read-only afterwards and safe for concurrent use.
 type Rules struct {
+	Pack            string                  `yaml:"pack"`
+	Generic         GenericRules            `yaml:"generic"`
+	KV              KVRules                 `yaml:"kv"`
 	Unknown         Program                 `yaml:"unknown"`
 	UnknownTool     Program                 `yaml:"unknown_tool"`
 	MaxDepth        int                     `yaml:"max_depth"`
@@ -33,6 +33,7 @@ type Rules struct {
 	Env             EnvRules                `yaml:"env"`
 	Tools           map[string]*Tool        `yaml:"tools"`
 
+	origin    map[string]string // name → the pack that gave it
 	names     map[string]entry
 	globNames []globEntry
 	toolGlobs []string // tool names with wildcards, in sorted order
@@ -44,6 +45,7 @@ type Rules struct {
 	writeBad  []writeGroup
 	bins      map[string]bool
 	envBad    map[string]bool
+	envGlobs  []string
 	sqlDestr  []keyReason
 	sqlWhere  []keyReason
 	sqlWords  []keyReason
@@ -54,6 +56,7 @@ type Rules struct {
 // Program is the rule for one program or subcommand. In YAML a bare level
 // ("status: safe") is short for {level: safe}.
 type Program struct {
+	ID             string              `yaml:"id"`
 	Level          bot.Level           `yaml:"level"`
 	Reason         string              `yaml:"reason"`
 	OptionsWithArg []string            `yaml:"options_with_arg"`
@@ -62,8 +65,14 @@ type Program struct {
 	Args           []ArgRule           `yaml:"args"`
 	Deletes        *DeleteRule         `yaml:"deletes"`
 	Writes         *WriteRule          `yaml:"writes"`
+	Verbs          bool                `yaml:"verbs"`
+	DryRun         []string            `yaml:"dry_run"`
+	Wrapper        *Wrapper            `yaml:"wrapper"`
 
-	withArg optSet
+	id       string
+	compiled bool // YAML aliases share one rule: it is compiled once, named after its first name
+	withArg  optSet
+	dry      optSet
 }
 
 // UnmarshalYAML accepts a bare level as well as a mapping.
@@ -81,16 +90,19 @@ func (p *Program) UnmarshalYAML(unmarshal func(any) error) error {
 // one of Match is given; with Values, only when the flag's value matches
 // one of those globs (case-insensitive).
 type FlagRule struct {
-	Match  []string  `yaml:"match"`
+	ID       string    `yaml:"id"`
+	Match    []string  `yaml:"match"`
+	Requires []string  `yaml:"requires"`
 	Values []string  `yaml:"values"`
 	Level  bot.Level `yaml:"level"`
 	Reason string    `yaml:"reason"`
 
-	set optSet
+	set, req optSet
 }
 
 // ArgRule sets a level when a non-flag argument matches one of Match (globs).
 type ArgRule struct {
+	ID     string    `yaml:"id"`
 	Match  []string  `yaml:"match"`
 	Level  bot.Level `yaml:"level"`
 	Reason string    `yaml:"reason"`
@@ -98,7 +110,9 @@ type ArgRule struct {
 
 // DeleteRule checks the targets of a deleting command.
 type DeleteRule struct {
+	ID            string   `yaml:"id"`
 	When          []string `yaml:"when"`
+	OnlyProtected bool     `yaml:"only_protected"`
 	Reason        string   `yaml:"reason"`
 	OutsideReason string   `yaml:"outside_reason"`
 
@@ -107,11 +121,12 @@ type DeleteRule struct {
 
 // WriteRule names the files a command writes.
 type WriteRule struct {
+	When  []string `yaml:"when"`
 	Args  bool     `yaml:"args"`
 	Last  bool     `yaml:"last"`
 	Flags []string `yaml:"flags"`
 
-	set optSet
+	set, when optSet
 }
 
 // Wrapper is a program that runs another command.
@@ -127,7 +142,10 @@ type Wrapper struct {
 	InputArgs      bool      `yaml:"input_args"`
 	NoCommand      bool      `yaml:"no_command"`
 	Default        []string  `yaml:"default"`
+	InputCommands  bool      `yaml:"input_commands"`
+	Flags          []FlagRule `yaml:"flags"`
 
+	id      string
 	withArg optSet
 	code    optSet
 	query   optSet
@@ -150,8 +168,10 @@ type Interpreter struct {
 	CodeSubcommands []string  `yaml:"code_subcommands"`
 	Harmless        bot.Level `yaml:"harmless"`
 	DangerousCode   []string  `yaml:"dangerous_code"`
+	DangerousFlags  []string  `yaml:"dangerous_flags"`
+	ScriptArgs      []string  `yaml:"script_args"`
 
-	withArg, code, module, info, file optSet
+	withArg, code, module, info, file, bad optSet
 }
 
 // SQLRules says which SQL clients are read and which statements are dangerous.
@@ -189,18 +209,60 @@ type WriteRules struct {
 
 // WriteGroup is a set of paths whose writes are dangerous for one reason.
 type WriteGroup struct {
-	Reason string   `yaml:"reason"`
+	ID         string   `yaml:"id"`
+	IgnoreCase bool     `yaml:"ignore_case"`
+	Reason     string   `yaml:"reason"`
 	Paths  []string `yaml:"paths"`
 }
 
 // EnvRules lists variables whose setting is dangerous.
 type EnvRules struct {
 	Dangerous []string `yaml:"dangerous"`
+	// Secrets are variables (globs) whose value is a credential: printing
+	// one puts it in the agent's transcript.
+	Secrets []string `yaml:"secrets"`
+	// SecretPaths are variables whose value names a secret file
+	// (SIGNOFF_KEY): reading through them is reading a secret.
+	SecretPaths []string `yaml:"secret_paths"`
+}
+
+// GenericRules judge programs no pack names, and the verbs of programs
+// whose pack asks for it (verbs: true): a verb among the arguments
+// (delete, destroy, terminate …, also as a part: delete-bucket,
+// db:drop) or a flag that skips a confirmation (--force, --yes) is
+// dangerous; a dry run or a help request makes the command caution at
+// most.
+type GenericRules struct {
+	Verbs        map[string]string `yaml:"verbs"`
+	ConfirmFlags []string          `yaml:"confirm_flags"`
+	DryRun       []string          `yaml:"dry_run"`
+	Help         []string          `yaml:"help"`
+
+	confirm, dry, help optSet
+	verbs              []keyReason
+}
+
+// KVRules are key-value store clients (redis-cli …): the command given
+// (argument, stdin) is read; anything but a read-only command writes the
+// store and is dangerous.
+type KVRules struct {
+	Clients  map[string]*KVClient `yaml:"clients"`
+	ReadOnly []string             `yaml:"read_only"`
+
+	ro map[string]bool
+}
+
+// KVClient is one key-value store client.
+type KVClient struct {
+	OptionsWithArg []string `yaml:"options_with_arg"`
+
+	withArg optSet
 }
 
 // Tool is the rule for an agent tool call.
 type Tool struct {
 	Command  string    `yaml:"command"`
+	Patch    string    `yaml:"patch"`
 	Reads    string    `yaml:"reads"`
 	Writes   string    `yaml:"writes"`
 	Also     []string  `yaml:"also"`
@@ -220,6 +282,7 @@ const (
 	kDangerous
 	kSafe
 	kCaution
+	kKV
 )
 
 type entry struct {
@@ -228,6 +291,8 @@ type entry struct {
 	wrap    *Wrapper
 	interp  *Interpreter
 	sql     *SQLClient
+	kv      *KVClient
+	id      string
 	reason  string
 	section string
 }
@@ -238,37 +303,12 @@ type globEntry struct {
 }
 
 type writeGroup struct {
-	reason string
+	id, reason string
+	fold       bool
 	paths  []pathPattern
 }
 
 type keyReason struct{ key, reason string }
-
-// LoadRules reads and checks a rules file.
-func LoadRules(file string) (*Rules, error) {
-	b, err := os.ReadFile(file)
-	if err != nil {
-		return nil, fmt.Errorf("load risk rules: %w", err)
-	}
-	r, err := ParseRules(b)
-	if err != nil {
-		return nil, fmt.Errorf("load risk rules %s: %w", file, err)
-	}
-	return r, nil
-}
-
-// ParseRules parses and checks rules in the risk.yaml format. Unknown
-// fields, unknown levels and a program named in two sections are errors.
-func ParseRules(data []byte) (*Rules, error) {
-	var r Rules
-	if err := yaml.UnmarshalWithOptions(data, &r, yaml.Strict()); err != nil {
-		return nil, fmt.Errorf("parse: %w", err)
-	}
-	if err := r.compile(); err != nil {
-		return nil, err
-	}
-	return &r, nil
-}
 
 func checkLevel(l bot.Level, where string, allowEmpty bool) error {
 	switch l {
@@ -292,13 +332,16 @@ func (r *Rules) compile() error {
 	if r.Unknown.Level == "" {
 		r.Unknown.Level = bot.Caution
 	}
-	if err := r.Unknown.compile("unknown"); err != nil {
+	if r.origin == nil {
+		r.origin = map[string]string{}
+	}
+	if err := r.Unknown.compile("unknown", "generic:unknown"); err != nil {
 		return err
 	}
 	if r.UnknownTool.Level == "" {
 		r.UnknownTool = r.Unknown
 	}
-	if err := r.UnknownTool.compile("unknown_tool"); err != nil {
+	if err := r.UnknownTool.compile("unknown_tool", "tools:unknown"); err != nil {
 		return err
 	}
 	r.names = map[string]entry{}
@@ -313,6 +356,9 @@ func (r *Rules) compile() error {
 			if g.pattern == name {
 				return fmt.Errorf("program %q is named in both %s and %s", name, g.section, e.section)
 			}
+		}
+		if e.id == "" {
+			e.id = r.idFor(name)
 		}
 		if strings.ContainsAny(name, "*?") {
 			if _, err := path.Match(name, ""); err != nil {
@@ -329,10 +375,10 @@ func (r *Rules) compile() error {
 		if p == nil {
 			return fmt.Errorf("programs.%s: empty rule", n)
 		}
-		if err := p.compile("programs." + n); err != nil {
+		if err := p.compile("programs."+n, r.idFor(n)); err != nil {
 			return err
 		}
-		if err := add(n, entry{kind: kProgram, prog: p, section: "programs"}); err != nil {
+		if err := add(n, entry{kind: kProgram, prog: p, section: "programs", id: p.id}); err != nil {
 			return err
 		}
 	}
@@ -345,9 +391,9 @@ func (r *Rules) compile() error {
 		if err := checkLevel(w.Level, "wrappers."+n, true); err != nil {
 			return err
 		}
-		w.withArg = newOptSet(w.OptionsWithArg)
-		w.code = newOptSet(w.CodeFlags)
-		w.query = newOptSet(w.QueryFlags)
+		if err := w.compile("wrappers."+n, r.idFor(n)); err != nil {
+			return err
+		}
 		if err := add(n, entry{kind: kWrapper, wrap: w, section: "wrappers"}); err != nil {
 			return err
 		}
@@ -372,6 +418,7 @@ func (r *Rules) compile() error {
 		ip.module = newOptSet(ip.ModuleFlags)
 		ip.info = newOptSet(ip.InfoFlags)
 		ip.file = newOptSet(ip.FileFlags)
+		ip.bad = newOptSet(ip.DangerousFlags)
 		if err := add(n, entry{kind: kInterp, interp: ip, section: "interpreters"}); err != nil {
 			return err
 		}
@@ -388,6 +435,29 @@ func (r *Rules) compile() error {
 		if err := add(n, entry{kind: kSQL, sql: c, section: "sql.clients"}); err != nil {
 			return err
 		}
+	}
+	for _, n := range sortedKeys(r.KV.Clients) {
+		c := r.KV.Clients[n]
+		if c == nil {
+			c = &KVClient{}
+			r.KV.Clients[n] = c
+		}
+		c.withArg = newOptSet(c.OptionsWithArg)
+		if err := add(n, entry{kind: kKV, kv: c, section: "kv.clients"}); err != nil {
+			return err
+		}
+	}
+	r.KV.ro = map[string]bool{}
+	for _, c := range r.KV.ReadOnly {
+		r.KV.ro[strings.ToUpper(c)] = true
+	}
+	g := &r.Generic
+	g.confirm = newOptSet(g.ConfirmFlags)
+	g.dry = newOptSet(g.DryRun)
+	g.help = newOptSet(g.Help)
+	g.verbs = nil
+	for _, k := range sortedKeys(g.Verbs) {
+		g.verbs = append(g.verbs, keyReason{strings.ToLower(k), g.Verbs[k]})
 	}
 	for _, n := range sortedKeys(r.Dangerous) {
 		if err := add(n, entry{kind: kDangerous, reason: r.Dangerous[n], section: "dangerous"}); err != nil {
@@ -422,11 +492,22 @@ func (r *Rules) compile() error {
 		if g.Reason == "" {
 			return fmt.Errorf("paths.writes.dangerous[%d]: no reason", i)
 		}
-		ps, err := compilePaths(g.Paths, "paths.writes.dangerous")
+		paths := g.Paths
+		if g.IgnoreCase {
+			paths = make([]string, len(g.Paths))
+			for j, p := range g.Paths {
+				paths[j] = strings.ToLower(p)
+			}
+		}
+		ps, err := compilePaths(paths, "paths.writes.dangerous")
 		if err != nil {
 			return err
 		}
-		r.writeBad = append(r.writeBad, writeGroup{g.Reason, ps})
+		id := g.ID
+		if id == "" {
+			id = fmt.Sprintf("paths:writes-%d", i+1)
+		}
+		r.writeBad = append(r.writeBad, writeGroup{id: id, reason: g.Reason, fold: g.IgnoreCase, paths: ps})
 	}
 	for i := range r.sensPaths {
 		r.sensFrags = append(r.sensFrags, r.sensPaths[i].fragment())
@@ -441,7 +522,12 @@ func (r *Rules) compile() error {
 		r.bins[strings.TrimSuffix(b, "/")] = true
 	}
 	r.envBad = map[string]bool{}
+	r.envGlobs = nil
 	for _, v := range r.Env.Dangerous {
+		if strings.ContainsAny(v, "*?[") {
+			r.envGlobs = append(r.envGlobs, v)
+			continue
+		}
 		r.envBad[v] = true
 	}
 	r.sqlDestr = upperKeys(r.SQL.Destructive)
@@ -465,30 +551,96 @@ func (r *Rules) compile() error {
 	return nil
 }
 
-func (p *Program) compile(where string) error {
+// idFor names a program's rule: pack:program.
+func (r *Rules) idFor(name string) string {
+	pack := r.origin[name]
+	if pack == "" {
+		pack = "rules"
+	}
+	return pack + ":" + name
+}
+
+// envDangerous reports whether setting the variable changes what runs.
+func (r *Rules) envDangerous(name string) bool {
+	if r.envBad[name] {
+		return true
+	}
+	for _, g := range r.envGlobs {
+		if ok, _ := path.Match(g, name); ok {
+			return true
+		}
+	}
+	return false
+}
+
+func (w *Wrapper) compile(where, id string) error {
+	w.id = id
+	w.withArg = newOptSet(w.OptionsWithArg)
+	w.code = newOptSet(w.CodeFlags)
+	w.query = newOptSet(w.QueryFlags)
+	for i := range w.Flags {
+		if err := w.Flags[i].compile(fmt.Sprintf("%s.flags[%d]", where, i), id, i); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (f *FlagRule) compile(where, id string, i int) error {
+	if err := checkLevel(f.Level, where, false); err != nil {
+		return err
+	}
+	if len(f.Match) == 0 {
+		return fmt.Errorf("%s: no match", where)
+	}
+	f.set = newOptSet(f.Match)
+	f.req = newOptSet(f.Requires)
+	for j, v := range f.Values {
+		f.Values[j] = strings.ToLower(v)
+	}
+	if f.ID == "" {
+		f.ID = id + "-" + strings.TrimLeft(f.Match[0], "-+")
+	}
+	return nil
+}
+
+func (p *Program) compile(where, id string) error {
+	if p.compiled {
+		return nil
+	}
+	p.compiled = true
 	if p.Level == "" {
 		p.Level = bot.Caution
+	}
+	p.id = id
+	if p.ID != "" {
+		p.id = p.ID
+	}
+	p.dry = newOptSet(p.DryRun)
+	if p.Wrapper != nil {
+		if err := p.Wrapper.compile(where+".wrapper", p.id); err != nil {
+			return err
+		}
 	}
 	if err := checkLevel(p.Level, where, false); err != nil {
 		return err
 	}
 	p.withArg = newOptSet(p.OptionsWithArg)
 	for i := range p.Flags {
-		f := &p.Flags[i]
-		if err := checkLevel(f.Level, fmt.Sprintf("%s.flags[%d]", where, i), false); err != nil {
+		if err := p.Flags[i].compile(fmt.Sprintf("%s.flags[%d]", where, i), p.id, i); err != nil {
 			return err
-		}
-		if len(f.Match) == 0 {
-			return fmt.Errorf("%s.flags[%d]: no match", where, i)
-		}
-		f.set = newOptSet(f.Match)
-		for j, v := range f.Values {
-			f.Values[j] = strings.ToLower(v)
 		}
 	}
-	for i, a := range p.Args {
+	for i := range p.Args {
+		a := &p.Args[i]
 		if err := checkLevel(a.Level, fmt.Sprintf("%s.args[%d]", where, i), false); err != nil {
 			return err
+		}
+		if a.ID == "" {
+			a.ID = p.id + "-arg"
+			if i > 0 {
+				a.ID += fmt.Sprint(i + 1)
+			}
 		}
 		for j, m := range a.Match {
 			a.Match[j] = strings.ToLower(m)
@@ -499,16 +651,20 @@ func (p *Program) compile(where string) error {
 			return fmt.Errorf("%s.deletes: no reason", where)
 		}
 		p.Deletes.set = newOptSet(p.Deletes.When)
+		if p.Deletes.ID == "" {
+			p.Deletes.ID = p.id + "-delete"
+		}
 	}
 	if p.Writes != nil {
 		p.Writes.set = newOptSet(p.Writes.Flags)
+		p.Writes.when = newOptSet(p.Writes.When)
 	}
 	for _, n := range sortedKeys(p.Subcommands) {
 		s := p.Subcommands[n]
 		if s == nil {
 			return fmt.Errorf("%s.subcommands.%s: empty rule", where, n)
 		}
-		if err := s.compile(where + "." + n); err != nil {
+		if err := s.compile(where+"."+n, p.id+"-"+n); err != nil {
 			return err
 		}
 	}

@@ -20,6 +20,19 @@ type walker struct {
 	r *Rules
 	verdict
 	funcs map[string]bool
+
+	explain bool
+	span    string // the source of the command being judged, for Explain
+	hits    []Hit
+}
+
+// add records a level and its reason (with its rule id, if any).
+func (w *walker) add(l bot.Level, reason string) {
+	w.verdict.add(l, reason)
+	if w.explain && reason != "" {
+		r, id := splitID(reason)
+		w.hits = append(w.hits, Hit{Level: l, Rule: id, Reason: r, Span: w.span})
+	}
 }
 
 // in is what a command reads on standard input.
@@ -253,6 +266,19 @@ func hdocBody(src string, r *syntax.Redirect) string {
 	return body
 }
 
+// nodeSource returns a node's source text, as written.
+func nodeSource(src string, n syntax.Node) string {
+	a, b := n.Pos(), n.End()
+	if !a.IsValid() || !b.IsValid() {
+		return ""
+	}
+	i, j := int(a.Offset()), int(b.Offset())
+	if i < 0 || j > len(src) || i > j {
+		return ""
+	}
+	return src[i:j]
+}
+
 // sourceOf returns a word's source text, as written.
 func sourceOf(src string, n *syntax.Word) string {
 	if n == nil {
@@ -380,6 +406,11 @@ func (w *walker) funcDecl(src string, f *syntax.FuncDecl, cx ctx) {
 }
 
 func (w *walker) call(src string, c *syntax.CallExpr, stdin in, cx ctx) {
+	if w.explain {
+		saved := w.span
+		w.span = nodeSource(src, c)
+		defer func() { w.span = saved }()
+	}
 	for _, a := range c.Assigns {
 		w.assign(src, a, cx)
 	}
@@ -483,7 +514,7 @@ func (w *walker) command(args []word, stdin in, cx ctx) {
 	case kProgram:
 		w.program(prog, e.prog, args[1:], cx)
 	case kDangerous:
-		w.add(bot.Dangerous, reasonOr(e.reason, prog+" is listed as dangerous"))
+		w.add(bot.Dangerous, withID(reasonOr(e.reason, prog+" is listed as dangerous"), e.id))
 	case kCaution:
 		w.add(bot.Caution, prog+" may change files or state")
 	case kSafe:
@@ -508,7 +539,7 @@ func (w *walker) code(t word, cx ctx, what string) {
 
 func (w *walker) wrapper(prog string, wr *Wrapper, args []word, stdin in, cx ctx) {
 	if wr.Level != "" {
-		w.add(wr.Level, reasonOr(wr.Reason, prog+" wraps another command"))
+		w.add(wr.Level, withID(reasonOr(wr.Reason, prog+" wraps another command"), wr.id))
 	}
 	rest := args[1:]
 	i := 0

@@ -184,7 +184,8 @@ func (c *Classifier) writePath(v *verdict, p, cwd string) {
 	}
 	for _, q := range []string{rel, p} {
 		if reason, _ := c.rules.writeReason(filepath.ToSlash(q)); reason != "" {
-			v.add(bot.Dangerous, reason+" ("+shorten(p)+")")
+			r, id := splitID(reason)
+			v.add(bot.Dangerous, withID(r+" ("+shorten(p)+")", id))
 			return
 		}
 	}

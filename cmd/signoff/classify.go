@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"github.com/signoff/signoff/bot/agent"
+	"github.com/signoff/signoff/bot/risk"
 )
 
 func init() { commands["classify"] = classify }
@@ -15,8 +16,9 @@ func init() { commands["classify"] = classify }
 // quoted back into one line. With --json and no command, it reads one
 // command per line on stdin and writes one JSON object per line.
 func classify(_ context.Context, a *app, args []string) int {
-	fs := a.flags("classify", "classify [--json] -- CMD…   (or: classify --json < commands, one a line)")
+	fs := a.flags("classify", "classify [--json] [--explain] -- CMD…   (or: classify --json < commands, one a line)")
 	asJSON := fs.Bool("json", false, `print {"command","level","reasons"} as JSON; with no CMD, read commands from stdin`)
+	explain := fs.Bool("explain", false, "also show every rule that matched: its id, level, reason and the command text it matched")
 	if code, ok := parse(fs, args); !ok {
 		return code
 	}
@@ -41,6 +43,9 @@ func classify(_ context.Context, a *app, args []string) int {
 	if fs.NArg() > 1 {
 		line = shellJoin(fs.Args())
 	}
+	if *explain {
+		return explainCommand(a, c, line, *asJSON)
+	}
 	v := agent.Classify(c, line)
 	if !*asJSON {
 		fmt.Fprintln(a.stdout, v.String())
@@ -51,5 +56,33 @@ func classify(_ context.Context, a *app, args []string) int {
 		return a.fail(err)
 	}
 	fmt.Fprintf(a.stdout, "%s\n", b)
+	return 0
+}
+
+// explainCommand prints a command's level and every rule that matched.
+func explainCommand(a *app, c *risk.Classifier, line string, asJSON bool) int {
+	e := c.Explain(line)
+	if asJSON {
+		b, err := json.Marshal(struct {
+			Command string `json:"command"`
+			risk.Explanation
+		}{line, e})
+		if err != nil {
+			return a.fail(err)
+		}
+		fmt.Fprintf(a.stdout, "%s\n", b)
+		return 0
+	}
+	fmt.Fprintln(a.stdout, agent.Verdict{Command: line, Level: e.Level, Reasons: e.Reasons}.String())
+	if len(e.Hits) == 0 {
+		fmt.Fprintln(a.stdout, "  no rule matched: every command in it is known safe")
+	}
+	for _, h := range e.Hits {
+		rule := h.Rule
+		if rule == "" {
+			rule = "(parser)"
+		}
+		fmt.Fprintf(a.stdout, "  %-9s %s: %s\n            matched: %s\n", h.Level, rule, h.Reason, h.Span)
+	}
 	return 0
 }

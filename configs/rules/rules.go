@@ -1,12 +1,14 @@
-// Package rules holds signoff's default configuration data that is embedded
-// in the binary: the risk rules read by bot/risk. It exists only because
-// go:embed cannot reach files outside a package's own directory.
+// Package rules holds signoff's default risk rules, embedded in the binary:
+// one YAML pack per family of programs (core.yaml holds the shared
+// sections and documents the format). bot/risk reads them. The package
+// exists only because go:embed cannot reach files outside a package's own
+// directory.
 package rules
 
-import _ "embed"
+import "embed"
 
-// Default is the default risk rules file (risk.yaml), the data that
-// bot/risk.Default classifies with. A rules file given by path replaces it.
+// Packs holds the default packs (*.yaml). A directory of packs given by
+// path overrides them file by file; a single rules file replaces them.
 //
-//go:embed risk.yaml
-var Default []byte
+//go:embed *.yaml
+var Packs embed.FS
