@@ -93,9 +93,9 @@ type FlagRule struct {
 	ID       string    `yaml:"id"`
 	Match    []string  `yaml:"match"`
 	Requires []string  `yaml:"requires"`
-	Values []string  `yaml:"values"`
-	Level  bot.Level `yaml:"level"`
-	Reason string    `yaml:"reason"`
+	Values   []string  `yaml:"values"`
+	Level    bot.Level `yaml:"level"`
+	Reason   string    `yaml:"reason"`
 
 	set, req optSet
 }
@@ -131,18 +131,18 @@ type WriteRule struct {
 
 // Wrapper is a program that runs another command.
 type Wrapper struct {
-	Level          bot.Level `yaml:"level"`
-	Reason         string    `yaml:"reason"`
-	OptionsWithArg []string  `yaml:"options_with_arg"`
-	Skip           int       `yaml:"skip"`
-	Assignments    bool      `yaml:"assignments"`
-	Joins          bool      `yaml:"joins"`
-	CodeFlags      []string  `yaml:"code_flags"`
-	QueryFlags     []string  `yaml:"query_flags"`
-	InputArgs      bool      `yaml:"input_args"`
-	NoCommand      bool      `yaml:"no_command"`
-	Default        []string  `yaml:"default"`
-	InputCommands  bool      `yaml:"input_commands"`
+	Level          bot.Level  `yaml:"level"`
+	Reason         string     `yaml:"reason"`
+	OptionsWithArg []string   `yaml:"options_with_arg"`
+	Skip           int        `yaml:"skip"`
+	Assignments    bool       `yaml:"assignments"`
+	Joins          bool       `yaml:"joins"`
+	CodeFlags      []string   `yaml:"code_flags"`
+	QueryFlags     []string   `yaml:"query_flags"`
+	InputArgs      bool       `yaml:"input_args"`
+	NoCommand      bool       `yaml:"no_command"`
+	Default        []string   `yaml:"default"`
+	InputCommands  bool       `yaml:"input_commands"`
 	Flags          []FlagRule `yaml:"flags"`
 
 	id      string
@@ -212,7 +212,7 @@ type WriteGroup struct {
 	ID         string   `yaml:"id"`
 	IgnoreCase bool     `yaml:"ignore_case"`
 	Reason     string   `yaml:"reason"`
-	Paths  []string `yaml:"paths"`
+	Paths      []string `yaml:"paths"`
 }
 
 // EnvRules lists variables whose setting is dangerous.
@@ -305,7 +305,7 @@ type globEntry struct {
 type writeGroup struct {
 	id, reason string
 	fold       bool
-	paths  []pathPattern
+	paths      []pathPattern
 }
 
 type keyReason struct{ key, reason string }
