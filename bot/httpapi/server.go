@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/signoff/signoff/bot"
+	"github.com/signoff/signoff/bot/tokens"
 	"github.com/signoff/signoff/signing"
 )
 
@@ -39,26 +40,36 @@ type Server struct {
 	Extra   map[string]http.Handler
 	Logger  *slog.Logger
 	Now     func() time.Time
+	// Auth checks bearer tokens. Nil: calls from loopback need no token
+	// and all others are refused (tests; the embedded default).
+	Auth *Auth
 }
 
-// Handler returns the API's routes.
+// Handler returns the API's routes, each behind its Access (auth.go).
 func (s *Server) Handler() http.Handler {
-	mux := http.NewServeMux()
-	mux.HandleFunc("POST /v1/requests", s.submit)
-	mux.HandleFunc("GET /v1/requests", s.list)
-	mux.HandleFunc("GET /v1/requests/{id}", s.get)
-	mux.HandleFunc("POST /v1/actions", s.record)
-	mux.HandleFunc("POST /v1/nostr/events", s.nostrEvent)
-	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
+	return s.authorize(s.routes())
+}
+
+// routes registers every route with who may call it. A route of your own:
+// one line here calling a func in your file that uses mux.HandleFunc(pattern,
+// Needs(tokens.X), h) — see auth.go.
+func (s *Server) routes() *Mux {
+	mux := newMux()
+	mux.HandleFunc("POST /v1/requests", Needs(tokens.Request), s.submit)
+	mux.HandleFunc("GET /v1/requests", Needs(tokens.ReadRequests), s.list)
+	mux.HandleFunc("GET /v1/requests/{id}", Needs(tokens.Request, tokens.Check, tokens.ReadRequests), s.get)
+	mux.HandleFunc("POST /v1/actions", Needs(tokens.Check, tokens.Request), s.record)
+	mux.HandleFunc("POST /v1/nostr/events", SignedBody, s.nostrEvent)
+	mux.HandleFunc("GET /healthz", Public, func(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
 	})
-	mux.HandleFunc("GET /readyz", s.ready)
+	mux.HandleFunc("GET /readyz", Public, s.ready)
 	if s.Metrics != nil {
-		mux.Handle("GET /metrics", s.Metrics)
+		mux.Handle("GET /metrics", Public, s.Metrics)
 	}
 	for pattern, h := range s.Extra {
 		if h != nil {
-			mux.Handle(pattern, http.MaxBytesHandler(h, MaxBody))
+			mux.Handle(pattern, platformAccess(pattern), http.MaxBytesHandler(h, MaxBody))
 		}
 	}
 	return mux
@@ -119,9 +130,22 @@ func (s *Server) get(w http.ResponseWriter, r *http.Request) {
 			s.fail(w, r, bot.Errorf(bot.EInvalid, "wait %q is not a duration such as 30s", wait))
 			return
 		}
+		if t := TokenFrom(r.Context()); t != nil && len(t.Personas) > 0 {
+			// Refuse another persona's request before waiting on it.
+			if req, err = s.Gateway.Get(r.Context(), id); err == nil {
+				err = AllowPersona(r.Context(), req.Persona)
+			}
+			if err != nil {
+				s.fail(w, r, err)
+				return
+			}
+		}
 		req, err = s.Gateway.Wait(r.Context(), id, min(d, MaxWait))
 	} else {
 		req, err = s.Gateway.Get(r.Context(), id)
+	}
+	if err == nil {
+		err = AllowPersona(r.Context(), req.Persona)
 	}
 	if err != nil {
 		s.fail(w, r, err)
@@ -143,6 +167,7 @@ func (s *Server) list(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, err)
 		return
 	}
+	rs = onlyAllowed(r.Context(), rs)
 	if rs == nil {
 		rs = []*bot.Request{}
 	}

@@ -1,0 +1,379 @@
+package httpapi
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/netip"
+	"slices"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"golang.org/x/time/rate"
+
+	"github.com/signoff/signoff/bot"
+	"github.com/signoff/signoff/bot/tokens"
+)
+
+// Access says who may call a route. Every route has one: Mux refuses to
+// register a route without it, and a request whose route has none is
+// refused (fail closed).
+type Access struct {
+	kind   accessKind
+	scopes []tokens.Scope // any one of them suffices
+}
+
+type accessKind int
+
+const (
+	accessNone   accessKind = iota // the zero Access: refused at registration
+	accessPublic                   // no token: health, readiness, metrics
+	accessSigned                   // no token: the body carries its own verified signature
+	accessToken                    // a bearer token with one of scopes
+)
+
+var (
+	// Public routes need no token (/healthz, /readyz, /metrics).
+	Public = Access{kind: accessPublic}
+	// SignedBody routes need no token because the handler verifies a
+	// signature over the raw body before believing anything in it: the
+	// platforms' webhooks, and POST /v1/nostr/events (a person's signed
+	// vote; no token scope may vote).
+	SignedBody = Access{kind: accessSigned}
+)
+
+// Needs is the Access of a route that a token carrying any one of scopes
+// may call.
+func Needs(scopes ...tokens.Scope) Access {
+	if len(scopes) == 0 {
+		panic("httpapi.Needs: no scope")
+	}
+	for _, s := range scopes {
+		if !s.Valid() {
+			panic(fmt.Sprintf("httpapi.Needs: unknown scope %q", s))
+		}
+	}
+	scopes = slices.Clone(scopes)
+	slices.SortFunc(scopes, func(a, b tokens.Scope) int { return slices.Index(tokens.All, a) - slices.Index(tokens.All, b) })
+	return Access{kind: accessToken, scopes: slices.Compact(scopes)}
+}
+
+// Scopes are the scopes that may call the route (nil for Public and SignedBody).
+func (a Access) Scopes() []tokens.Scope { return slices.Clone(a.scopes) }
+
+func (a Access) String() string {
+	switch a.kind {
+	case accessPublic:
+		return "public"
+	case accessSigned:
+		return "signed body"
+	case accessToken:
+		return tokens.Join(a.scopes)
+	}
+	return "none"
+}
+
+// Mux is the API's router: http.ServeMux, except that every route is
+// registered with its Access.
+type Mux struct {
+	mux    *http.ServeMux
+	access map[string]Access
+}
+
+func newMux() *Mux { return &Mux{mux: http.NewServeMux(), access: map[string]Access{}} }
+
+// Handle registers h for pattern, callable as a says.
+func (m *Mux) Handle(pattern string, a Access, h http.Handler) {
+	if a.kind == accessNone {
+		panic(fmt.Sprintf("httpapi: route %q has no Access: give it Public, SignedBody or Needs(scope…)", pattern))
+	}
+	m.mux.Handle(pattern, h)
+	m.access[pattern] = a
+}
+
+// HandleFunc registers f for pattern, callable as a says.
+func (m *Mux) HandleFunc(pattern string, a Access, f func(http.ResponseWriter, *http.Request)) {
+	m.Handle(pattern, a, http.HandlerFunc(f))
+}
+
+// Route is one registered route and who may call it.
+type Route struct {
+	Pattern string
+	Access  Access
+}
+
+// Routes lists every route the handler serves, sorted by pattern.
+func (s *Server) Routes() []Route {
+	m := s.routes()
+	out := make([]Route, 0, len(m.access))
+	for p, a := range m.access {
+		out = append(out, Route{p, a})
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Pattern < out[j].Pattern })
+	return out
+}
+
+// TokenStore is what authentication needs from the store. Nothing is
+// cached: each call reads the token, so a revocation holds at once on
+// every replica.
+type TokenStore interface {
+	tokens.Lookup
+	// HasTokens reports whether any token exists.
+	HasTokens(ctx context.Context) (bool, error)
+	// TouchToken records that the token was used at at.
+	TouchToken(ctx context.Context, id string, at time.Time) error
+}
+
+// Auth authenticates the API's callers.
+type Auth struct {
+	Tokens TokenStore
+	Secret tokens.Secret
+	// Require refuses calls without a token even on loopback with no
+	// token created (SIGNOFF_REQUIRE_TOKENS).
+	Require bool
+	// Audit, when set, records every 401 and 403.
+	Audit bot.Auditor
+
+	mu      sync.Mutex
+	limits  map[string]*rate.Limiter
+	limited map[string]time.Time
+}
+
+// Bad tokens allowed per client address before it gets 429s: a burst of
+// failBurst, then one every failEvery.
+const (
+	failBurst   = 10
+	failEvery   = 6 * time.Second
+	maxLimiters = 10000
+)
+
+type tokenKey struct{}
+
+// TokenFrom returns the token the call was made with; nil when the
+// gateway is open (loopback, no token created yet).
+func TokenFrom(ctx context.Context) *tokens.Token {
+	t, _ := ctx.Value(tokenKey{}).(*tokens.Token)
+	return t
+}
+
+// AllowPersona returns a 403 error when the call's token is bound to
+// personas that do not include persona. A route that acts for a persona
+// named anywhere but a top-level "persona" field of its JSON body or a
+// ?persona= query (which the middleware checks) must call it.
+func AllowPersona(ctx context.Context, persona string) error {
+	if t := TokenFrom(ctx); t != nil && !t.AllowsPersona(persona) {
+		return t.PersonaError(persona)
+	}
+	return nil
+}
+
+// authorize wraps the mux: it finds the route's Access and lets the call
+// through only when the caller meets it.
+func (s *Server) authorize(m *Mux) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, pattern := m.mux.Handler(r)
+		if pattern == "" { // no route: the mux answers 404 or 405
+			m.mux.ServeHTTP(w, r)
+			return
+		}
+		a, ok := m.access[pattern]
+		if !ok || a.kind == accessNone {
+			s.log().Error("route without access rule refused", "pattern", pattern)
+			s.fail(w, r, bot.Errorf(bot.EForbidden, "route %q has no access rule", pattern))
+			return
+		}
+		if a.kind == accessPublic || a.kind == accessSigned {
+			m.mux.ServeHTTP(w, r)
+			return
+		}
+		t, err := s.authenticate(r)
+		if err != nil {
+			s.refuse(w, r, t, a, err)
+			return
+		}
+		if t != nil {
+			if !t.Has(a.scopes...) {
+				s.refuse(w, r, t, a, tokens.Lacks(t.Name, a.scopes))
+				return
+			}
+			if err := personaInCall(w, r, t); err != nil {
+				s.refuse(w, r, t, a, err)
+				return
+			}
+			r = r.WithContext(context.WithValue(r.Context(), tokenKey{}, t))
+		}
+		m.mux.ServeHTTP(w, r)
+	})
+}
+
+// authenticate returns the call's token, or nil and no error when the
+// gateway is open to this caller without one.
+func (s *Server) authenticate(r *http.Request) (*tokens.Token, error) {
+	h := r.Header.Get("Authorization")
+	au := s.Auth
+	if h == "" {
+		if !loopback(r) {
+			return nil, tokens.ErrNoToken
+		}
+		if au == nil {
+			return nil, nil
+		}
+		if au.Require {
+			return nil, tokens.ErrNoToken
+		}
+		any, err := au.Tokens.HasTokens(r.Context())
+		if err != nil {
+			return nil, err
+		}
+		if any {
+			return nil, tokens.ErrNoToken
+		}
+		return nil, nil
+	}
+	if au == nil || au.Tokens == nil {
+		return nil, bot.Errorf(bot.EUnauthorized, "this gateway has no tokens configured")
+	}
+	now := s.now()
+	t, err := tokens.Authenticate(r.Context(), au.Tokens, au.Secret, h, now)
+	if err != nil {
+		return t, err
+	}
+	if now.Sub(t.LastUsed) >= time.Minute {
+		if err := au.Tokens.TouchToken(r.Context(), t.ID, now); err != nil {
+			s.log().Warn("cannot record a token's last use", "token", t.Name, "err", err)
+		}
+	}
+	return t, nil
+}
+
+// personaInCall refuses a persona-bound token naming another persona in
+// the JSON body's top-level "persona" field or the ?persona= query.
+func personaInCall(w http.ResponseWriter, r *http.Request, t *tokens.Token) error {
+	if len(t.Personas) == 0 {
+		return nil
+	}
+	for _, p := range r.URL.Query()["persona"] {
+		if !t.AllowsPersona(p) {
+			return t.PersonaError(p)
+		}
+	}
+	if r.Body == nil || r.Body == http.NoBody {
+		return nil
+	}
+	raw, err := io.ReadAll(http.MaxBytesReader(w, r.Body, MaxBody))
+	if err != nil {
+		return bodyError(err)
+	}
+	r.Body = io.NopCloser(bytes.NewReader(raw))
+	var top map[string]json.RawMessage
+	if json.Unmarshal(raw, &top) != nil {
+		return nil // not a JSON object: the handler refuses it
+	}
+	if p, ok := top["persona"]; ok {
+		var name string
+		if json.Unmarshal(p, &name) != nil || !t.AllowsPersona(name) {
+			return t.PersonaError(name)
+		}
+	}
+	return nil
+}
+
+// refuse answers a 401 or 403, audits it with the token's name, and past a
+// burst of bad tokens from one address answers 429 without auditing each.
+func (s *Server) refuse(w http.ResponseWriter, r *http.Request, t *tokens.Token, a Access, err error) {
+	code := bot.ErrorCode(err)
+	if code == bot.EUnauthorized && s.Auth != nil && !s.Auth.allowFailure(peer(r), s.now()) {
+		w.Header().Set("Retry-After", fmt.Sprint(int(failEvery.Seconds())))
+		writeJSON(w, http.StatusTooManyRequests, ErrorBody{Error: "too many calls with a bad or missing token from this address; wait and retry with a valid one", Code: "rate_limited"})
+		return
+	}
+	if code == bot.EUnauthorized || code == bot.EForbidden {
+		s.auditRefusal(r, t, a, err)
+	}
+	if code == bot.EUnauthorized {
+		w.Header().Set("WWW-Authenticate", `Bearer realm="signoff"`)
+	}
+	s.fail(w, r, err)
+}
+
+// AuthRefusal is the audit record of a 401 or 403.
+type AuthRefusal struct {
+	Result string `json:"result"` // unauthorized, forbidden
+	Token  string `json:"token,omitempty"`
+	Method string `json:"method"`
+	Path   string `json:"path"`
+	Needs  string `json:"needs"`
+	Remote string `json:"remote"`
+	Reason string `json:"reason"`
+}
+
+func (s *Server) auditRefusal(r *http.Request, t *tokens.Token, a Access, err error) {
+	rec := AuthRefusal{Result: bot.ErrorCode(err), Method: r.Method, Path: r.URL.Path, Needs: a.String(), Remote: peer(r), Reason: bot.ErrorMessage(err)}
+	if t != nil {
+		rec.Token = t.Name
+	}
+	s.log().Warn("api call refused", "result", rec.Result, "token", rec.Token, "method", rec.Method, "path", rec.Path, "remote", rec.Remote, "reason", rec.Reason)
+	if s.Auth == nil || s.Auth.Audit == nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(r.Context()), 3*time.Second)
+	defer cancel()
+	if err := s.Auth.Audit.Append(ctx, bot.AuditEntry{Type: "auth", Data: rec}); err != nil {
+		s.log().Error("cannot audit a refused call", "err", err)
+	}
+}
+
+func (au *Auth) allowFailure(addr string, now time.Time) bool {
+	au.mu.Lock()
+	defer au.mu.Unlock()
+	if au.limits == nil || len(au.limits) >= maxLimiters {
+		au.limits = map[string]*rate.Limiter{} // a flood of addresses resets the table rather than growing it
+	}
+	l := au.limits[addr]
+	if l == nil {
+		l = rate.NewLimiter(rate.Every(failEvery), failBurst)
+		au.limits[addr] = l
+	}
+	return l.AllowN(now, 1)
+}
+
+// peer is the caller's address without the port.
+func peer(r *http.Request) string {
+	host, _, err := net.SplitHostPort(r.RemoteAddr)
+	if err != nil {
+		return r.RemoteAddr
+	}
+	return host
+}
+
+// loopback reports whether the call came from this machine.
+func loopback(r *http.Request) bool {
+	ip, err := netip.ParseAddr(strings.Trim(peer(r), "[]"))
+	return err == nil && ip.Unmap().IsLoopback()
+}
+
+// platformAccess is the Access of a Server.Extra route: the platforms'
+// signed webhooks (/slack/…, /discord/interactions) verify their own
+// signatures; any other extra route is a programming error.
+func platformAccess(pattern string) Access {
+	_, path, _ := strings.Cut(pattern, " ")
+	if strings.HasPrefix(path, "/slack/") || path == "/discord/interactions" {
+		return SignedBody
+	}
+	panic(fmt.Sprintf("httpapi: Extra route %q is not a platform webhook; register it with its Access", pattern))
+}
+
+// onlyAllowed keeps the requests of the personas the call's token may see.
+func onlyAllowed(ctx context.Context, rs []*bot.Request) []*bot.Request {
+	t := TokenFrom(ctx)
+	if t == nil || len(t.Personas) == 0 {
+		return rs
+	}
+	return slices.DeleteFunc(rs, func(r *bot.Request) bool { return !t.AllowsPersona(r.Persona) })
+}
