@@ -27,6 +27,9 @@ import (
 type Access struct {
 	kind   accessKind
 	scopes []tokens.Scope // any one of them suffices
+	// first: with no token in the store, a loopback caller may come
+	// without one (to create the first token under SIGNOFF_REQUIRE_TOKENS).
+	first bool
 }
 
 type accessKind int
@@ -74,6 +77,9 @@ func (a Access) String() string {
 	case accessSigned:
 		return "signed body"
 	case accessToken:
+		if a.first {
+			return tokens.Join(a.scopes) + " (the first token: none, from loopback)"
+		}
 		return tokens.Join(a.scopes)
 	}
 	return "none"
@@ -128,6 +134,12 @@ type TokenStore interface {
 	HasTokens(ctx context.Context) (bool, error)
 	// TouchToken records that the token was used at at.
 	TouchToken(ctx context.Context, id string, at time.Time) error
+	// CreateToken stores a new token (EConflict when the name is taken).
+	CreateToken(ctx context.Context, t *tokens.Token) error
+	// Tokens lists every token by name.
+	Tokens(ctx context.Context) ([]*tokens.Token, error)
+	// RevokeToken removes a token by name (ENotFound when none).
+	RevokeToken(ctx context.Context, name string) (*tokens.Token, error)
 }
 
 // Auth authenticates the API's callers.
@@ -193,6 +205,9 @@ func (s *Server) authorize(m *Mux) http.Handler {
 			return
 		}
 		t, err := s.authenticate(r)
+		if err != nil && a.first && s.firstToken(r) {
+			t, err = nil, nil
+		}
 		if err != nil {
 			s.refuse(w, r, t, a, err)
 			return
@@ -202,7 +217,7 @@ func (s *Server) authorize(m *Mux) http.Handler {
 				s.refuse(w, r, t, a, tokens.Lacks(t.Name, a.scopes))
 				return
 			}
-			if err := personaInCall(w, r, t); err != nil {
+			if err := bodyInScope(w, r, t, a); err != nil {
 				s.refuse(w, r, t, a, err)
 				return
 			}
@@ -252,10 +267,25 @@ func (s *Server) authenticate(r *http.Request) (*tokens.Token, error) {
 	return t, nil
 }
 
-// personaInCall refuses a persona-bound token naming another persona in
-// the JSON body's top-level "persona" field or the ?persona= query.
-func personaInCall(w http.ResponseWriter, r *http.Request, t *tokens.Token) error {
-	if len(t.Personas) == 0 {
+// firstToken reports whether r may create the first token without one:
+// it carries none, comes from loopback, and the store holds no token at
+// all. Not "no admin token": an agent on this machine holding a lesser
+// token could otherwise mint itself an admin one.
+func (s *Server) firstToken(r *http.Request) bool {
+	if r.Header.Get("Authorization") != "" || !loopback(r) || s.Auth == nil || s.Auth.Tokens == nil {
+		return false
+	}
+	any, err := s.Auth.Tokens.HasTokens(r.Context())
+	return err == nil && !any
+}
+
+// bodyInScope refuses a persona-bound token naming another persona in
+// the JSON body's top-level "persona" field or the ?persona= query, and a
+// token with declared network doors asking (net:request) for a "host" and
+// "port" outside them.
+func bodyInScope(w http.ResponseWriter, r *http.Request, t *tokens.Token, a Access) error {
+	doors := len(t.Network) > 0 && slices.Contains(a.scopes, tokens.NetRequest)
+	if len(t.Personas) == 0 && !doors {
 		return nil
 	}
 	for _, p := range r.URL.Query()["persona"] {
@@ -275,10 +305,19 @@ func personaInCall(w http.ResponseWriter, r *http.Request, t *tokens.Token) erro
 	if json.Unmarshal(raw, &top) != nil {
 		return nil // not a JSON object: the handler refuses it
 	}
-	if p, ok := top["persona"]; ok {
+	if p, ok := top["persona"]; ok && len(t.Personas) > 0 {
 		var name string
 		if json.Unmarshal(p, &name) != nil || !t.AllowsPersona(name) {
 			return t.PersonaError(name)
+		}
+	}
+	if h, ok := top["host"]; ok && doors {
+		var host string
+		var port int
+		json.Unmarshal(h, &host)
+		json.Unmarshal(top["port"], &port)
+		if !t.AllowsDoor(host, port) {
+			return bot.Errorf(bot.EForbidden, "token %q may ask only for %s, not %s:%d", t.Name, strings.Join(t.Network, ", "), host, port)
 		}
 	}
 	return nil

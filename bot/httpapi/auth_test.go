@@ -35,6 +35,9 @@ var wantAccess = map[string]string{
 	"POST /slack/events":         "signed body",
 	"POST /slack/interactions":   "signed body",
 	"POST /discord/interactions": "signed body",
+	"POST /v1/tokens":            "admin (the first token: none, from loopback)",
+	"GET /v1/tokens":             "admin",
+	"DELETE /v1/tokens/{name}":   "admin",
 }
 
 type authFixture struct {

@@ -64,6 +64,7 @@ func (s *Server) routes() *Mux {
 		writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
 	})
 	mux.HandleFunc("GET /readyz", Public, s.ready)
+	s.tokenRoutes(mux)
 	if s.Metrics != nil {
 		mux.Handle("GET /metrics", Public, s.Metrics)
 	}
