@@ -44,6 +44,10 @@ type Adapter struct {
 	stopping bool
 	runCtx   context.Context
 	handlers sync.WaitGroup // in-flight gateway events
+
+	// caughtUp, when set (by tests, before Run), is called each time Run
+	// has finished reading reactions after a connect.
+	caughtUp func()
 }
 
 // pendingMessage is a card this process posted whose request is, as far

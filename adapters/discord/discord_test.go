@@ -184,6 +184,17 @@ func start(t *testing.T, p bot.Persona, noGateway bool) *harness {
 	if noGateway {
 		return h
 	}
+	// The fake's READY says a connection is up, but Run then reads the
+	// reactions on pending messages: a test that reacts before that read
+	// is over could see it counted by the first connect's catch-up rather
+	// than the one it means to test. start returns once it is over.
+	caughtUp := make(chan struct{}, 16)
+	a.OnCaughtUp(func() {
+		select {
+		case caughtUp <- struct{}{}:
+		default:
+		}
+	})
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- a.Run(ctx) }()
@@ -202,6 +213,11 @@ func start(t *testing.T, p bot.Persona, noGateway bool) *harness {
 	defer wcancel()
 	if err := fake.WaitConnected(wctx, 1); err != nil {
 		t.Fatal(err)
+	}
+	select {
+	case <-caughtUp:
+	case <-wctx.Done():
+		t.Fatal("the adapter did not finish reading reactions after its first connect")
 	}
 	return h
 }

@@ -43,6 +43,9 @@ func (a *Adapter) Run(ctx context.Context) error {
 			if err == nil {
 				a.log.Info("gateway connected")
 				a.catchUp(ctx)
+				if a.caughtUp != nil {
+					a.caughtUp()
+				}
 			}
 			wait = a.cfg.ReconnectMin
 			select {
