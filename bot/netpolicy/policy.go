@@ -1,0 +1,348 @@
+package netpolicy
+
+import (
+	"fmt"
+	"path"
+	"slices"
+	"strings"
+	"time"
+)
+
+// Access is what an entry lets through on plain HTTP.
+type Access string
+
+const (
+	// ReadOnly lets through GET, HEAD and OPTIONS.
+	ReadOnly Access = "read-only"
+	// ReadWrite lets through the entry's methods (every method when it
+	// names none).
+	ReadWrite Access = "read-write"
+)
+
+// ReadOnlyMethods are the methods read-only access allows.
+var ReadOnlyMethods = []string{"GET", "HEAD", "OPTIONS"}
+
+// Entry is one door: a host (or *.domain), a port, what may pass.
+type Entry struct {
+	Host   string `json:"host"`
+	Port   int    `json:"port"`
+	Access Access `json:"access"`
+	// Methods narrows read-write access; empty: every method.
+	Methods []string `json:"methods,omitempty"`
+	// Paths narrows either access (path patterns, * matches anything);
+	// empty: every path.
+	Paths []string `json:"paths,omitempty"`
+	// Programs that may use the door (a full path, or a name matched
+	// against the program's file name); empty: any program.
+	Programs []string `json:"programs,omitempty"`
+}
+
+// Policy is the set of doors.
+type Policy struct {
+	Hosts []Entry `json:"hosts"`
+}
+
+// Dest is what a request asks for, or what the proxy sees.
+type Dest struct {
+	Host string `json:"host"`
+	Port int    `json:"port"`
+	// Program is the executable's path; "" when it cannot be known.
+	Program string `json:"program,omitempty"`
+	// Method and Path name one kind of call. With no method the request
+	// asks for every method (and every path) on the host and port.
+	Method string `json:"method,omitempty"`
+	Path   string `json:"path,omitempty"`
+}
+
+// Revision is one numbered state of the policy: what it is, what changed,
+// who made it, when and why.
+type Revision struct {
+	N       int       `json:"n"`
+	Policy  Policy    `json:"policy"`
+	Diff    []string  `json:"diff"`
+	By      []string  `json:"by,omitempty"`
+	At      time.Time `json:"at"`
+	Request string    `json:"request,omitempty"`
+	Why     string    `json:"why"`
+}
+
+// Normalize checks d and puts it in canonical form.
+func (d *Dest) Normalize() error {
+	h, err := NormalizeHost(d.Host)
+	if err != nil {
+		return err
+	}
+	d.Host = h
+	if d.Port < 1 || d.Port > 65535 {
+		return fmt.Errorf("port %d is not from 1 to 65535", d.Port)
+	}
+	if len(d.Program) > 4096 || strings.ContainsAny(d.Program, "\x00\n\r") {
+		return fmt.Errorf("program must be a path of at most 4096 bytes on one line")
+	}
+	if d.Method != "" {
+		m, err := normalizeMethod(d.Method)
+		if err != nil {
+			return err
+		}
+		d.Method = m
+	}
+	if d.Path != "" {
+		if d.Method == "" {
+			return fmt.Errorf("a path needs a method (--method GET --path %s)", clip(d.Path))
+		}
+		if err := checkPath(d.Path, false); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func normalizeMethod(m string) (string, error) {
+	u := strings.ToUpper(m)
+	if len(u) == 0 || len(u) > 20 || strings.Trim(u, "ABCDEFGHIJKLMNOPQRSTUVWXYZ-") != "" {
+		return "", fmt.Errorf("method %q is not an HTTP method", clip(m))
+	}
+	if u == "CONNECT" {
+		return "", fmt.Errorf("method CONNECT is what the proxy sees for HTTPS: ask for the host and port without a method")
+	}
+	return u, nil
+}
+
+func checkPath(p string, pattern bool) error {
+	switch {
+	case len(p) > MaxPathLen:
+		return fmt.Errorf("path is longer than %d bytes", MaxPathLen)
+	case !strings.HasPrefix(p, "/"):
+		return fmt.Errorf("path %q must start with /", clip(p))
+	case strings.ContainsAny(p, " \t\r\n\x00?#"):
+		return fmt.Errorf("path %q has a space, control character, ? or #", clip(p))
+	case !pattern && strings.Contains(p, "*"):
+		return fmt.Errorf("path %q: a request names one path, without *", clip(p))
+	}
+	return nil
+}
+
+// Check validates an entry and puts it in canonical form.
+func (e *Entry) Check() error {
+	h, err := NormalizePattern(e.Host)
+	if err != nil {
+		return err
+	}
+	e.Host = h
+	if e.Port < 1 || e.Port > 65535 {
+		return fmt.Errorf("port %d is not from 1 to 65535", e.Port)
+	}
+	switch e.Access {
+	case ReadOnly:
+		if len(e.Methods) > 0 {
+			return fmt.Errorf("%s: read-only allows GET, HEAD and OPTIONS; methods belong to read-write", e.Key())
+		}
+	case ReadWrite:
+	default:
+		return fmt.Errorf("%s: access %q is not read-only or read-write", e.Key(), e.Access)
+	}
+	for i, m := range e.Methods {
+		if e.Methods[i], err = normalizeMethod(m); err != nil {
+			return fmt.Errorf("%s: %v", e.Key(), err)
+		}
+	}
+	for _, p := range e.Paths {
+		if err := checkPath(p, true); err != nil {
+			return fmt.Errorf("%s: %v", e.Key(), err)
+		}
+	}
+	for _, p := range e.Programs {
+		if p == "" || len(p) > 4096 || strings.ContainsAny(p, "\x00\n\r*") {
+			return fmt.Errorf("%s: program %q must be a path or a file name", e.Key(), clip(p))
+		}
+	}
+	return nil
+}
+
+// Key names the entry's door: host:port.
+func (e Entry) Key() string { return JoinHostPort(e.Host, e.Port) }
+
+func (e Entry) matchProgram(program string) bool {
+	if len(e.Programs) == 0 {
+		return true
+	}
+	if program == "" {
+		return false
+	}
+	for _, p := range e.Programs {
+		if p == program || !strings.Contains(p, "/") && p == path.Base(program) {
+			return true
+		}
+	}
+	return false
+}
+
+func (e Entry) methods() []string {
+	if e.Access == ReadOnly {
+		return ReadOnlyMethods
+	}
+	return e.Methods // nil: every method
+}
+
+func (e Entry) allowsMethod(m string) bool {
+	ms := e.methods()
+	return ms == nil || slices.Contains(ms, m)
+}
+
+func (e Entry) allowsPath(p string) bool {
+	if len(e.Paths) == 0 {
+		return true
+	}
+	for _, pat := range e.Paths {
+		if Glob(pat, p) {
+			return true
+		}
+	}
+	return false
+}
+
+// allowsEvery reports whether e lets through every method and path.
+func (e Entry) allowsEvery() bool {
+	return e.Access == ReadWrite && len(e.Methods) == 0 && len(e.Paths) == 0
+}
+
+// Allows reports whether e lets d through; a d without a method asks for
+// every method and path.
+func (e Entry) Allows(d Dest) bool {
+	if e.Port != d.Port || !MatchHost(e.Host, d.Host) || !e.matchProgram(d.Program) {
+		return false
+	}
+	if d.Method == "" {
+		return e.allowsEvery()
+	}
+	return e.allowsMethod(d.Method) && (d.Path == "" && len(e.Paths) == 0 || d.Path != "" && e.allowsPath(d.Path))
+}
+
+// Allows returns the index of the first entry that lets d through.
+func (p Policy) Allows(d Dest) (int, bool) {
+	for i, e := range p.Hosts {
+		if e.Allows(d) {
+			return i, true
+		}
+	}
+	return -1, false
+}
+
+// AllowsTunnel reports whether some entry opens host:port to program: a
+// CONNECT tunnel, where the proxy sees no method or path (TLS is not
+// opened), so access applies to plain HTTP only.
+func (p Policy) AllowsTunnel(host string, port int, program string) (int, bool) {
+	for i, e := range p.Hosts {
+		if e.Port == port && MatchHost(e.Host, host) && e.matchProgram(program) {
+			return i, true
+		}
+	}
+	return -1, false
+}
+
+// AllowsCall reports whether a plain HTTP call passes.
+func (p Policy) AllowsCall(host string, port int, program, method, urlPath string) (int, bool) {
+	for i, e := range p.Hosts {
+		if e.Port == port && MatchHost(e.Host, host) && e.matchProgram(program) &&
+			e.allowsMethod(method) && e.allowsPath(urlPath) {
+			return i, true
+		}
+	}
+	return -1, false
+}
+
+// Check validates every entry of p, in place.
+func (p *Policy) Check() error {
+	for i := range p.Hosts {
+		if err := p.Hosts[i].Check(); err != nil {
+			return fmt.Errorf("hosts[%d]: %w", i, err)
+		}
+	}
+	return nil
+}
+
+// Clone returns a deep copy.
+func (p Policy) Clone() Policy {
+	out := Policy{Hosts: make([]Entry, len(p.Hosts))}
+	for i, e := range p.Hosts {
+		e.Methods = slices.Clone(e.Methods)
+		e.Paths = slices.Clone(e.Paths)
+		e.Programs = slices.Clone(e.Programs)
+		out.Hosts[i] = e
+	}
+	return out
+}
+
+// String is an entry on one line: "pypi.org:443 read-only paths /simple/* programs pip".
+func (e Entry) String() string {
+	s := e.Key() + " " + string(e.Access)
+	if e.Access == ReadWrite {
+		if len(e.Methods) == 0 {
+			s += " every method"
+		} else {
+			s += " methods " + strings.Join(e.Methods, ",")
+		}
+	}
+	if len(e.Paths) > 0 {
+		s += " paths " + strings.Join(e.Paths, ",")
+	}
+	if len(e.Programs) > 0 {
+		s += " programs " + strings.Join(e.Programs, ",")
+	}
+	return s
+}
+
+// Describe says in plain words exactly what approving d opens.
+func Describe(d Dest) string {
+	s := JoinHostPort(d.Host, d.Port)
+	switch {
+	case d.Method == "":
+		s += ": every method on this host and port"
+	case slices.Contains(ReadOnlyMethods, d.Method):
+		s += ": read-only (GET, HEAD, OPTIONS)"
+	default:
+		s += ": read-write, " + d.Method
+	}
+	if d.Method != "" {
+		if d.Path == "" {
+			s += " on every path"
+		} else {
+			s += " on " + d.Path
+		}
+	}
+	if d.Program != "" {
+		s += ", for " + d.Program
+	} else {
+		s += ", for any program"
+	}
+	return s
+}
+
+// Glob matches a path against a pattern where * matches any run of
+// characters, / included. It runs in linear time in the path's length
+// for each star (no backtracking blow-up).
+func Glob(pattern, s string) bool {
+	px, sx := 0, 0
+	nextPx, nextSx := -1, -1
+	for px < len(pattern) || sx < len(s) {
+		if px < len(pattern) {
+			c := pattern[px]
+			if c == '*' {
+				nextPx, nextSx = px, sx+1
+				px++
+				continue
+			}
+			if sx < len(s) && s[sx] == c {
+				px++
+				sx++
+				continue
+			}
+		}
+		if nextPx >= 0 && nextSx <= len(s) {
+			px, sx = nextPx, nextSx
+			continue
+		}
+		return false
+	}
+	return true
+}
