@@ -163,6 +163,12 @@ func (g *Gateway) sweep(ctx context.Context) {
 // channels and returns it. A request that cannot be put before a person is
 // decided at once: denied, with the reason.
 func (g *Gateway) Submit(ctx context.Context, n NewRequest) (*Request, error) {
+	return g.submit(ctx, n, "")
+}
+
+// submit is Submit; a non-empty denyOnly makes a request no vote can
+// approve (see SubmitDenyOnly), with denyOnly among its reasons.
+func (g *Gateway) submit(ctx context.Context, n NewRequest, denyOnly string) (*Request, error) {
 	if err := validate(&n); err != nil {
 		return nil, err
 	}
@@ -198,10 +204,15 @@ func (g *Gateway) Submit(ctx context.Context, n NewRequest) (*Request, error) {
 	if r.Reasons == nil {
 		r.Reasons = []string{}
 	}
+	electorate := p
+	if denyOnly != "" {
+		r.Reasons = append(r.Reasons, denyOnly)
+		electorate = DenyOnly(p)
+	}
 	if err := g.signEvent(r, p); err != nil {
 		return nil, err
 	}
-	if err := g.Store.Create(ctx, r, p); err != nil {
+	if err := g.Store.Create(ctx, r, electorate); err != nil {
 		return nil, err
 	}
 	g.audit(ctx, AuditEntry{Type: "request", RequestID: r.ID, Data: r, Evidence: r.Event})

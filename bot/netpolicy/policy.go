@@ -64,6 +64,10 @@ type Revision struct {
 	At      time.Time `json:"at"`
 	Request string    `json:"request,omitempty"`
 	Why     string    `json:"why"`
+	// Change and Entry say what an approval did: the entry added or
+	// widened (none for a replaced policy).
+	Change ChangeKind `json:"change,omitempty"`
+	Entry  string     `json:"entry,omitempty"`
 }
 
 // Normalize checks d and puts it in canonical form.
