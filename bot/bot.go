@@ -79,6 +79,16 @@ type Persona struct {
 	Proof          ProofPolicy     `json:"proof"`
 	Timeout        time.Duration   `json:"timeout"`
 	Channels       []ChannelConfig `json:"channels,omitempty"`
+
+	// Permission rules and modes (DESIGN 1.5; bot/permissions decides).
+	Mode        string        `json:"mode,omitempty"`     // ModeAsk (default), ModePlan, ModeAuto
+	GrantTTL    time.Duration `json:"grantTTL,omitempty"` // 0: DefaultGrantTTL
+	Permissions []Rule        `json:"permissions,omitempty"`
+	Workspaces  []Workspace   `json:"workspaces,omitempty"`
+	Reviewer    *Reviewer     `json:"reviewer,omitempty"`
+	// Caution is "allow" when the hook should allow caution calls itself;
+	// empty leaves them to the agent's own rules.
+	Caution string `json:"caution,omitempty"`
 }
 
 // Status is where a request stands. Every status but Pending is final.
@@ -128,6 +138,9 @@ type Choice string
 const (
 	Approve Choice = "approve"
 	Deny    Choice = "deny"
+	// Always approves and, from an electorate that may approve, asks for
+	// a "don't ask again" grant (♾️).
+	Always Choice = "always"
 	// Other is a reaction that is neither: recorded, never counted.
 	Other Choice = "other"
 )
@@ -194,6 +207,9 @@ type VoteOutcome struct {
 	Status    Status `json:"status"`
 	// Decided is true on exactly one ballot: the one that decided.
 	Decided bool `json:"-"`
+	// Grant is set with Decided when the deciding votes were all "always"
+	// and could approve on their own: the request's grant is to be made.
+	Grant bool `json:"-"`
 	// Recorded is false when the answer was not stored: a duplicate, or
 	// an ignored answer past the store's limit on one request.
 	Recorded bool `json:"-"`
@@ -224,6 +240,11 @@ type Request struct {
 	Messages       []MessageRef `json:"messages,omitempty"`
 	// Electorate is who may still decide and what would (pending requests).
 	Electorate *Electorate `json:"electorate,omitempty"`
+
+	// GrantScope is what an "always" answer would grant (nil: none);
+	// Always is set when the request was approved with a grant.
+	GrantScope *GrantScope `json:"grant_scope,omitempty"`
+	Always     bool        `json:"always,omitempty"`
 }
 
 // NewRequest is what an agent submits.
@@ -234,6 +255,9 @@ type NewRequest struct {
 	Kind    Kind   `json:"kind,omitempty"`
 	// Timeout shortens the persona's timeout; it can never lengthen it.
 	Timeout Duration `json:"timeout,omitempty"`
+	// GrantScope is set by the gateway's own check (never from JSON): what
+	// an "always" answer would grant.
+	GrantScope *GrantScope `json:"-"`
 }
 
 // Filter selects requests to list.

@@ -30,6 +30,10 @@ type Gateway struct {
 	Logger     *slog.Logger
 	Now        func() time.Time
 
+	// Grants makes the grant of a request approved with "always" (nil:
+	// such a request is approved once).
+	Grants GrantMaker
+
 	// SweepEvery is how often due requests are expired (default 500ms).
 	SweepEvery time.Duration
 	// PostTimeout bounds each channel's Post and Update (default 15s).
@@ -195,6 +199,8 @@ func (g *Gateway) submit(ctx context.Context, n NewRequest, denyOnly string) (*R
 		CreatedAt: now,
 		Deadline:  now.Add(timeout),
 		Votes:     []Vote{},
+
+		GrantScope: n.GrantScope,
 	}
 	a := Assessment{Level: Dangerous, Reasons: []string{"no classifier configured"}}
 	if g.Classifier != nil {
@@ -405,11 +411,29 @@ func (g *Gateway) CastVote(ctx context.Context, b Ballot) (VoteOutcome, error) {
 		}, Evidence: b.Evidence})
 	}
 	if out.Decided {
+		if out.Grant && g.Grants != nil {
+			g.makeGrant(ctx, b.RequestID)
+		}
 		g.decided(b.RequestID)
 	} else if out.Recorded {
 		g.changed(ctx, b.RequestID)
 	}
 	return out, nil
+}
+
+// makeGrant makes the grant of a request just approved with "always",
+// before the voter is answered; a failure is logged and the request stays
+// approved once.
+func (g *Gateway) makeGrant(ctx context.Context, id string) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	defer cancel()
+	r, err := g.Store.Get(ctx, id)
+	if err == nil {
+		err = g.Grants.MakeGrant(ctx, r)
+	}
+	if err != nil {
+		g.log().Error("make grant", "id", id, "err", err)
+	}
 }
 
 type voteRecord struct {

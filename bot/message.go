@@ -81,7 +81,8 @@ func Summary(r *Request) string {
 	return b.String()
 }
 
-// ParseChoice reads a reaction: ✅ or + approves, ❌ or - denies, anything
+// ParseChoice reads a reaction: ✅ or + approves, ❌ or - denies, ♾️
+// approves and asks for a grant, anything
 // else is Other. Emoji variation selectors and Slack/Discord names are
 // accepted too.
 func ParseChoice(s string) Choice {
@@ -91,6 +92,8 @@ func ParseChoice(s string) Choice {
 		return Approve
 	case "❌", "✖", "❎", "-", "x", "negative_squared_cross_mark", "deny":
 		return Deny
+	case "♾", "infinity", "always":
+		return Always
 	}
 	return Other
 }

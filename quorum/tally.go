@@ -72,6 +72,10 @@ type Cast struct {
 type Decision struct {
 	Status bot.Status // Pending, Approved or Denied
 	By     []string   // the people whose votes decided, sorted
+	// Grant is set on an approval whose deciding votes were all Always:
+	// the owner's, or approvalQuorum members'. Fewer, or a mix with plain
+	// approvals, approve once.
+	Grant bool
 	// Results says, vote by vote in the order given, which counted: a
 	// vote is Ignored when its voter has no role, its answer is neither
 	// approve nor deny, its person voted before, or it came after the
@@ -80,12 +84,14 @@ type Decision struct {
 }
 
 // Tally decides from counted votes in arrival order. A person's first
-// vote stands; once decided, later votes change nothing. The owner decides
+// vote stands; once decided, later votes change nothing. Always is an
+// approval that also asks for a grant (see Decision.Grant). The owner decides
 // alone; approvalQuorum distinct members approve (never when it is 0); any
 // denyQuorum members deny. The Redis Lua script implements the same rules.
 func Tally(p bot.Persona, votes []Cast) Decision {
 	seen := map[string]bool{}
 	var approvers, deniers []string
+	always := 0
 	dq := p.DenyQuorum
 	if dq < 1 {
 		dq = 1
@@ -95,14 +101,14 @@ func Tally(p bot.Persona, votes []Cast) Decision {
 		results[i] = bot.Ignored
 	}
 	for i, v := range votes {
-		if v.Role == None || seen[v.Person] || (v.Choice != bot.Approve && v.Choice != bot.Deny) {
+		if v.Role == None || seen[v.Person] || (v.Choice != bot.Approve && v.Choice != bot.Deny && v.Choice != bot.Always) {
 			continue
 		}
 		seen[v.Person] = true
 		results[i] = bot.Counted
 		if v.Role == Owner {
-			if v.Choice == bot.Approve {
-				return Decision{Status: bot.Approved, By: []string{v.Person}, Results: results}
+			if v.Choice != bot.Deny {
+				return Decision{Status: bot.Approved, By: []string{v.Person}, Grant: v.Choice == bot.Always, Results: results}
 			}
 			return Decision{Status: bot.Denied, By: []string{v.Person}, Results: results}
 		}
@@ -114,8 +120,11 @@ func Tally(p bot.Persona, votes []Cast) Decision {
 			continue
 		}
 		approvers = append(approvers, v.Person)
+		if v.Choice == bot.Always {
+			always++
+		}
 		if p.ApprovalQuorum > 0 && len(approvers) >= p.ApprovalQuorum {
-			return Decision{Status: bot.Approved, By: sorted(approvers), Results: results}
+			return Decision{Status: bot.Approved, By: sorted(approvers), Grant: always >= p.ApprovalQuorum, Results: results}
 		}
 	}
 	return Decision{Status: bot.Pending, Results: results}

@@ -41,6 +41,9 @@ func TestScenarios(t *testing.T) {
 			if !slices.Equal(d.By, sc.Want.DecidedBy) {
 				t.Errorf("decided by = %v, want %v", d.By, sc.Want.DecidedBy)
 			}
+			if d.Grant != sc.Grant {
+				t.Errorf("grant = %v, want %v", d.Grant, sc.Grant)
+			}
 			if len(d.Results) != len(casts) {
 				t.Fatalf("%d results for %d votes", len(d.Results), len(casts))
 			}

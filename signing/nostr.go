@@ -122,7 +122,7 @@ func isHex(s string) bool {
 // author: content ✅ to approve or ❌ to deny, the reacted-to event in the
 // (last) e tag, its author in the p tag.
 func NewReaction(k *Key, eventID, author string, c bot.Choice, at time.Time) (json.RawMessage, error) {
-	content := map[bot.Choice]string{bot.Approve: "✅", bot.Deny: "❌"}[c]
+	content := map[bot.Choice]string{bot.Approve: "✅", bot.Deny: "❌", bot.Always: "♾️"}[c]
 	if content == "" {
 		return nil, bot.Errorf(bot.EInvalid, "a reaction approves or denies")
 	}

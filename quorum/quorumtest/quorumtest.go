@@ -20,6 +20,9 @@ type Scenario struct {
 	// sweeper does when the deadline passes. Only a store can run it.
 	Expire bool
 	Want   Want
+	// Grant: approved by an electorate that answered ♾️ and could have
+	// approved on its own, so a "don't ask again" grant is made.
+	Grant bool
 }
 
 // Timed reports whether the scenario depends on the deadline, which the
@@ -123,6 +126,7 @@ func vote(id bot.Identity, c bot.Choice, want bot.Result) Ballot {
 
 const (
 	approve = bot.Approve
+	always  = bot.Always
 	deny    = bot.Deny
 	counted = bot.Counted
 	ignored = bot.Ignored
@@ -131,6 +135,56 @@ const (
 // Scenarios is the table. Every row runs against the pure tally (unless
 // Timed) and against every store.
 var Scenarios = []Scenario{
+	{
+		Name:    "owner's always approves and grants",
+		Persona: Persona(2, 1),
+		Ballots: []Ballot{vote(Alice, always, counted)},
+		Want:    Want{bot.Approved, []string{"alice"}},
+		Grant:   true,
+	},
+	{
+		Name:    "a quorum of members' always grants",
+		Persona: Persona(2, 1),
+		Ballots: []Ballot{vote(Bob, always, counted), vote(Carol, always, counted)},
+		Want:    Want{bot.Approved, []string{"bob", "carol"}},
+		Grant:   true,
+	},
+	{
+		Name:    "always and approve from a quorum approve once, no grant",
+		Persona: Persona(2, 1),
+		Ballots: []Ballot{vote(Bob, always, counted), vote(Carol, approve, counted)},
+		Want:    Want{Status: bot.Approved, DecidedBy: []string{"bob", "carol"}},
+	},
+	{
+		Name:    "fewer than a quorum's always decide nothing",
+		Persona: Persona(2, 1),
+		Ballots: []Ballot{vote(Bob, always, counted)},
+		Want:    Want{Status: bot.Pending},
+	},
+	{
+		Name:    "a member's always then the owner's approve: approved once",
+		Persona: Persona(2, 1),
+		Ballots: []Ballot{vote(Bob, always, counted), vote(Alice, approve, counted)},
+		Want:    Want{Status: bot.Approved, DecidedBy: []string{"alice"}},
+	},
+	{
+		Name:    "a member's always with no member quorum grants nothing",
+		Persona: Persona(0, 1),
+		Ballots: []Ballot{vote(Bob, always, counted), vote(Carol, always, counted)},
+		Want:    Want{Status: bot.Pending},
+	},
+	{
+		Name:    "a stranger's always is ignored",
+		Persona: Persona(1, 1),
+		Ballots: []Ballot{vote(Mallory, always, ignored), vote(Agent, always, ignored)},
+		Want:    Want{Status: bot.Pending},
+	},
+	{
+		Name:    "always after a deny changes nothing",
+		Persona: Persona(1, 1),
+		Ballots: []Ballot{vote(Bob, deny, counted), vote(Alice, always, ignored)},
+		Want:    Want{Status: bot.Denied, DecidedBy: []string{"bob"}},
+	},
 	{
 		Name:    "owner alone approves",
 		Persona: Persona(2, 1),

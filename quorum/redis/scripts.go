@@ -13,7 +13,10 @@ import goredis "github.com/redis/go-redis/v9"
 // 5 why (when role is ""), 6 vote JSON, 7 now (ms), 8 channel, 9 id,
 // 10 retention seconds after a decision, 11 most answers stored per request
 //
-// Returns {result, why, status, decided(0|1), recorded(0|1)}.
+// Returns {result, why, status, decided(0|1), recorded(0|1), grant(0|1)}.
+// A choice of "always" is an approval; when the votes that decide are all
+// "always" (the owner's, or approvalQuorum members'), the request is marked
+// always=1 and grant is 1.
 var voteScript = goredis.NewScript(`
 local status = redis.call('HGET', KEYS[1], 'status')
 if not status then return {'missing', '', '', 0, 0} end
@@ -36,6 +39,7 @@ local function finish(st, by, reason)
   for i = 1, 4 do redis.call('EXPIRE', KEYS[i], ttl) end
   redis.call('PUBLISH', ARGV[8], ARGV[9])
 end
+local function approving(c) return c == 'approve' or c == 'always' end
 if status ~= 'pending' then
   local why = 'already decided: ' .. status
   record('ignored', why)
@@ -50,7 +54,7 @@ if ARGV[3] == '' then
   record('ignored', ARGV[5])
   return {'ignored', ARGV[5], status, 0, recorded}
 end
-if ARGV[4] ~= 'approve' and ARGV[4] ~= 'deny' then
+if not approving(ARGV[4]) and ARGV[4] ~= 'deny' then
   local why = 'not an approve or deny answer'
   record('ignored', why)
   return {'ignored', why, status, 0, recorded}
@@ -67,14 +71,19 @@ if ARGV[3] == 'owner' then
   local st = 'approved'
   if ARGV[4] == 'deny' then st = 'denied' end
   finish(st, ARGV[2], '')
-  return {'counted', '', st, 1, recorded}
+  if ARGV[4] == 'always' then
+    redis.call('HSET', KEYS[1], 'always', '1')
+    return {'counted', '', st, 1, recorded, 1}
+  end
+  return {'counted', '', st, 1, recorded, 0}
 end
-local approvers, deniers = {}, {}
+local approvers, deniers, always = {}, {}, 0
 local all = redis.call('HGETALL', KEYS[3])
 for i = 1, #all, 2 do
   local v = all[i + 1]
-  if v == 'member:approve' then table.insert(approvers, all[i])
+  if v == 'member:approve' or v == 'member:always' then table.insert(approvers, all[i])
   elseif v == 'member:deny' then table.insert(deniers, all[i]) end
+  if v == 'member:always' then always = always + 1 end
 end
 table.sort(approvers)
 table.sort(deniers)
@@ -83,9 +92,13 @@ if ARGV[4] == 'deny' and #deniers >= tonumber(redis.call('HGET', KEYS[1], 'dq'))
   return {'counted', '', 'denied', 1, recorded}
 end
 local aq = tonumber(redis.call('HGET', KEYS[1], 'aq'))
-if ARGV[4] == 'approve' and aq > 0 and #approvers >= aq then
+if approving(ARGV[4]) and aq > 0 and #approvers >= aq then
   finish('approved', table.concat(approvers, '\n'), '')
-  return {'counted', '', 'approved', 1, recorded}
+  if always >= aq then
+    redis.call('HSET', KEYS[1], 'always', '1')
+    return {'counted', '', 'approved', 1, recorded, 1}
+  end
+  return {'counted', '', 'approved', 1, recorded, 0}
 end
 return {'counted', '', status, 0, recorded}
 `)

@@ -288,6 +288,7 @@ func decodeRequest(h map[string]string, votes, msgs []string) (*bot.Request, err
 		r.DecidedBy = strings.Split(by, "\n")
 	}
 	r.DecisionReason = h["reason"]
+	r.Always = h["always"] == "1"
 	r.Votes = make([]bot.Vote, 0, len(votes))
 	for _, line := range votes {
 		parts := strings.SplitN(line, "\n", 3)
@@ -400,6 +401,10 @@ func (s *Store) RecordVote(ctx context.Context, b bot.Ballot) (bot.VoteOutcome, 
 	if len(res) > 4 {
 		rec, _ := res[4].(int64)
 		out.Recorded = rec == 1
+	}
+	if len(res) > 5 {
+		g, _ := res[5].(int64)
+		out.Grant = g == 1
 	}
 	if out.Decided {
 		s.rdb.ZRem(ctx, s.key("pending"), b.RequestID)

@@ -75,8 +75,14 @@ func runScenario(t *testing.T, s *qredis.Store, sc quorumtest.Scenario) {
 		if out.RequestID != r.ID {
 			t.Errorf("ballot %d: request id = %q, want %q", i+1, out.RequestID, r.ID)
 		}
+		if out.Grant && !out.Decided {
+			t.Errorf("ballot %d: grant without the decision", i+1)
+		}
 		if out.Decided {
 			decided++
+			if out.Grant != sc.Grant {
+				t.Errorf("ballot %d decided with grant = %v, want %v", i+1, out.Grant, sc.Grant)
+			}
 			if !out.Status.Final() {
 				t.Errorf("ballot %d decided with status %s", i+1, out.Status)
 			}
@@ -101,6 +107,9 @@ func runScenario(t *testing.T, s *qredis.Store, sc quorumtest.Scenario) {
 	}
 	if got.Status != sc.Want.Status {
 		t.Errorf("status = %s, want %s", got.Status, sc.Want.Status)
+	}
+	if got.Always != sc.Grant {
+		t.Errorf("always = %v, want %v", got.Always, sc.Grant)
 	}
 	if !slices.Equal(got.DecidedBy, sc.Want.DecidedBy) {
 		t.Errorf("decided by = %v, want %v", got.DecidedBy, sc.Want.DecidedBy)
