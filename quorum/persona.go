@@ -205,6 +205,14 @@ type personaFile struct {
 	Proof          text             `yaml:"proof"`
 	Timeout        text             `yaml:"timeout"`
 	Channels       []channelFile    `yaml:"channels"`
+
+	// Permission rules and modes: quorum/permissions.go reads them.
+	Mode        text          `yaml:"mode"`
+	GrantTTL    text          `yaml:"grantTTL"`
+	Permissions rawNode       `yaml:"permissions"`
+	Workspaces  rawNode       `yaml:"workspaces"`
+	Reviewer    *reviewerFile `yaml:"reviewer"`
+	Caution     text          `yaml:"caution"`
 }
 
 var (
@@ -376,6 +384,7 @@ func ParsePersona(file string, data []byte) (bot.Persona, Problems) {
 			p.Channels = append(p.Channels, ch)
 		}
 	}
+	parsePermissions(file, &f, &p, add)
 	if len(ps.Errors()) > 0 {
 		return bot.Persona{}, ps
 	}
