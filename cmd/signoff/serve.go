@@ -20,6 +20,7 @@ import (
 
 	"github.com/signoff/signoff/bot"
 	"github.com/signoff/signoff/bot/httpapi"
+	"github.com/signoff/signoff/bot/readiness"
 	"github.com/signoff/signoff/configs"
 	"github.com/signoff/signoff/quorum"
 	qredis "github.com/signoff/signoff/quorum/redis"
@@ -80,7 +81,11 @@ func serve(ctx context.Context, a *app, args []string) int {
 	if err != nil {
 		return a.fail(err)
 	}
-	removed, err := store.SyncPersonas(ctx, personas)
+	// The keeper loads the personas and, should Redis come back empty,
+	// fails /readyz and loads them again.
+	host, _ := os.Hostname()
+	keeper := &readiness.Keeper{Store: store, Personas: personas, Logger: log, ID: host + " " + cfg.Listen}
+	removed, err := keeper.Load(ctx)
 	if err != nil {
 		return a.fail(err)
 	}
@@ -128,6 +133,8 @@ func serve(ctx context.Context, a *app, args []string) int {
 	var wg sync.WaitGroup
 	rctx, stopRunners := context.WithCancel(ctx)
 	defer func() { stopRunners(); wg.Wait() }()
+	wg.Add(1)
+	go func() { defer wg.Done(); keeper.Run(rctx) }()
 	for name, r := range plat.runners {
 		wg.Add(1)
 		go func() {
@@ -140,7 +147,7 @@ func serve(ctx context.Context, a *app, args []string) int {
 
 	api := &httpapi.Server{
 		Gateway: g,
-		Ready:   store.Ping,
+		Ready:   keeper.Ready,
 		Metrics: promhttp.HandlerFor(reg, promhttp.HandlerOpts{}),
 		Extra:   plat.handlers,
 		Logger:  log,
