@@ -64,7 +64,7 @@ func Await(ctx context.Context, g Gateway, r *bot.Request, poll time.Duration, p
 		if wait < time.Second {
 			wait = time.Second
 		}
-		next, err := g.Wait(ctx, r.ID, wait)
+		next, err := waitThroughOutage(ctx, g, r, wait)
 		if err != nil {
 			if ctx.Err() != nil {
 				return r, ctx.Err()

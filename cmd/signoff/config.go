@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"time"
 
 	"github.com/kelseyhightower/envconfig"
 )
@@ -25,6 +26,9 @@ type config struct {
 	Persona   string `default:"demo" desc:"persona used by request and exec when --persona is not given"`
 	Rules     string `desc:"risk rules file overriding the embedded default"`
 	LogLevel  string `split_words:"true" default:"info" desc:"debug, info, warn or error"`
+	// StoreCheck is how often serve checks that Redis still holds the
+	// personas it loaded (an empty restart is noticed and reloaded).
+	StoreCheck time.Duration `split_words:"true" default:"1s" desc:"how often serve checks Redis still holds its personas"`
 
 	SlackBotToken      secret `split_words:"true"`
 	SlackAppToken      secret `split_words:"true"`

@@ -84,7 +84,7 @@ func serve(ctx context.Context, a *app, args []string) int {
 	// The keeper loads the personas and, should Redis come back empty,
 	// fails /readyz and loads them again.
 	host, _ := os.Hostname()
-	keeper := &readiness.Keeper{Store: store, Personas: personas, Logger: log, ID: host + " " + cfg.Listen}
+	keeper := &readiness.Keeper{Store: store, Personas: personas, Every: cfg.StoreCheck, Logger: log, ID: host + " " + cfg.Listen}
 	removed, err := keeper.Load(ctx)
 	if err != nil {
 		return a.fail(err)
