@@ -38,9 +38,12 @@ type Gateway struct {
 	SweepEvery time.Duration
 	// PostTimeout bounds each channel's Post and Update (default 15s).
 	PostTimeout time.Duration
+	// WithdrawGrace: see WaitHeld (default DefaultWithdrawGrace).
+	WithdrawGrace time.Duration
 
 	hub    hub
 	cancel context.CancelFunc
+	done   <-chan struct{} // closed when the gateway stops
 	wg     sync.WaitGroup
 	// closed is set by Close; mu orders it with wg.Add in background, so no
 	// follow-up is started while Close waits (a WaitGroup misuse).
@@ -76,6 +79,7 @@ func (g *Gateway) Start(ctx context.Context) error {
 	}
 	ctx, g.cancel = context.WithCancel(ctx)
 	g.mu.Lock()
+	g.done = ctx.Done()
 	g.closed = false
 	g.mu.Unlock()
 	ready := make(chan struct{})

@@ -40,10 +40,12 @@ type countingSink struct {
 }
 
 func (s *countingSink) CastVote(ctx context.Context, b bot.Ballot) (bot.VoteOutcome, error) {
+	// Counted once handled, so a test that saw the count sees the vote.
+	out, err := s.next.CastVote(ctx, b)
 	s.mu.Lock()
 	s.n[b.DedupKey]++
 	s.mu.Unlock()
-	return s.next.CastVote(ctx, b)
+	return out, err
 }
 
 func (s *countingSink) calls(dedupKey string) int {

@@ -67,7 +67,7 @@ func Await(ctx context.Context, g Gateway, r *bot.Request, poll time.Duration, p
 		next, err := waitThroughOutage(ctx, g, r, wait)
 		if err != nil {
 			if ctx.Err() != nil {
-				return r, ctx.Err()
+				return withdrawGone(g, r, ctx.Err()), ctx.Err()
 			}
 			return r, err
 		}

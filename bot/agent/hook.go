@@ -218,7 +218,7 @@ func (h *Hook) Decide(ctx context.Context, raw []byte) HookDecision {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	n := h.request(in, timeout)
-	r, err := h.Gateway.Submit(ctx, n)
+	r, err := Submit(ctx, h.Gateway, n)
 	if err != nil {
 		h.logf("signoff: could not ask the gateway: %s", errorText(err))
 		return deny("%s, and the gateway could not be asked (%s); not approved", reasonsText(a), errorText(err))

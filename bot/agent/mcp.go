@@ -109,7 +109,7 @@ func (o MCPOptions) requestApproval(ctx context.Context, req *mcp.CallToolReques
 	if n.Kind == "" {
 		n.Kind = bot.KindText
 	}
-	r, err := o.Gateway.Submit(ctx, n)
+	r, err := Submit(ctx, o.Gateway, n)
 	if err != nil {
 		return nil, none, fmt.Errorf("could not ask for approval: %s; not approved", errorText(err))
 	}

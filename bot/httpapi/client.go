@@ -18,6 +18,9 @@ import (
 type Client struct {
 	BaseURL string
 	HTTP    *http.Client
+	// WithdrawOnDisconnect marks this client as the requester: should it
+	// go away mid-wait, the gateway withdraws the request.
+	WithdrawOnDisconnect bool
 }
 
 var _ bot.Service = (*Client)(nil)
@@ -80,7 +83,11 @@ func (c *Client) Submit(ctx context.Context, n bot.NewRequest) (*bot.Request, er
 		return nil, err
 	}
 	var r bot.Request
-	if err := c.do(ctx, http.MethodPost, "/v1/requests", "application/json", body, &r); err != nil {
+	path := "/v1/requests"
+	if c.WithdrawOnDisconnect {
+		path += "?withdraw_on_disconnect=true"
+	}
+	if err := c.do(ctx, http.MethodPost, path, "application/json", body, &r); err != nil {
 		return nil, err
 	}
 	return &r, nil
@@ -99,6 +106,9 @@ func (c *Client) Get(ctx context.Context, id string) (*bot.Request, error) {
 func (c *Client) Wait(ctx context.Context, id string, d time.Duration) (*bot.Request, error) {
 	var r bot.Request
 	path := fmt.Sprintf("/v1/requests/%s?wait=%s", url.PathEscape(id), d.Round(time.Millisecond))
+	if c.WithdrawOnDisconnect {
+		path += "&withdraw_on_disconnect=true"
+	}
 	if err := c.do(ctx, http.MethodGet, path, "", nil, &r); err != nil {
 		return nil, err
 	}
@@ -137,4 +147,12 @@ func (c *Client) Record(ctx context.Context, n bot.NewRequest) (bot.Assessment, 
 	var a bot.Assessment
 	err = c.do(ctx, http.MethodPost, "/v1/actions", "application/json", body, &a)
 	return a, err
+}
+
+func mustJSON(v any) []byte {
+	b, err := json.Marshal(v)
+	if err != nil {
+		panic(err)
+	}
+	return b
 }

@@ -21,6 +21,9 @@ import (
 // MaxBody caps every request body.
 const MaxBody = 1 << 20
 
+// SubmitTimeout bounds a submit, which its caller cannot cut short.
+const SubmitTimeout = 60 * time.Second
+
 // MaxWait caps ?wait= on GET /v1/requests/{id}.
 const MaxWait = 60 * time.Second
 
@@ -58,6 +61,7 @@ func (s *Server) routes() *Mux {
 	mux.HandleFunc("POST /v1/requests", Needs(tokens.Request), s.submit)
 	mux.HandleFunc("GET /v1/requests", Needs(tokens.ReadRequests), s.list)
 	mux.HandleFunc("GET /v1/requests/{id}", Needs(tokens.Request, tokens.Check, tokens.ReadRequests), s.get)
+	mux.HandleFunc("POST /v1/requests/{id}/withdraw", Needs(tokens.Request), s.withdraw)
 	mux.HandleFunc("POST /v1/actions", Needs(tokens.Check, tokens.Request), s.record)
 	mux.HandleFunc("POST /v1/nostr/events", SignedBody, s.nostrEvent)
 	mux.HandleFunc("GET /healthz", Public, func(w http.ResponseWriter, r *http.Request) {
@@ -96,11 +100,17 @@ func (s *Server) submit(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, err)
 		return
 	}
-	req, err := s.Gateway.Submit(r.Context(), n)
+	// A caller that goes away mid-submit must not leave a request half
+	// posted (cards up, not recorded): the gateway finishes it, and the
+	// requester's client (withdraw_on_disconnect) then has it withdrawn.
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(r.Context()), SubmitTimeout)
+	defer cancel()
+	req, err := s.Gateway.Submit(ctx, n)
 	if err != nil {
 		s.fail(w, r, err)
 		return
 	}
+	s.expectHeld(r, req)
 	writeJSON(w, http.StatusCreated, req)
 }
 
@@ -141,7 +151,7 @@ func (s *Server) get(w http.ResponseWriter, r *http.Request) {
 				return
 			}
 		}
-		req, err = s.Gateway.Wait(r.Context(), id, min(d, MaxWait))
+		req, err = s.wait(r, id, min(d, MaxWait))
 	} else {
 		req, err = s.Gateway.Get(r.Context(), id)
 	}

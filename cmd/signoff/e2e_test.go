@@ -72,6 +72,8 @@ func gateway(t *testing.T, persona string) (ownerKeyFile string) {
 		cancel()
 		if code := <-done; code != 0 {
 			t.Errorf("serve exited %d:\n%s", code, logs)
+		} else if t.Failed() {
+			t.Logf("serve's log:\n%s", logs)
 		}
 	})
 	return ownerKeyFile

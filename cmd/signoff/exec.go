@@ -9,7 +9,6 @@ import (
 
 	"github.com/signoff/signoff/bot"
 	"github.com/signoff/signoff/bot/agent"
-	"github.com/signoff/signoff/bot/httpapi"
 )
 
 func init() { commands["exec"] = execCommand }
@@ -41,7 +40,7 @@ func execCommand(ctx context.Context, a *app, args []string) int {
 	if n.Persona == "" {
 		n.Persona = cfg.Persona
 	}
-	client := httpapi.NewClient(cfg.URL)
+	client := requester(cfg.URL)
 	if risk.Level == bot.Caution {
 		// Runs at once, logged to the gateway's audit when it is reachable;
 		// a gateway whose rules call it dangerous makes it ask after all.

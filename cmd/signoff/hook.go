@@ -5,7 +5,6 @@ import (
 	"fmt"
 
 	"github.com/signoff/signoff/bot/agent"
-	"github.com/signoff/signoff/bot/httpapi"
 )
 
 func init() { commands["hook"] = hook }
@@ -44,7 +43,7 @@ func hook(ctx context.Context, a *app, args []string) int {
 	if err != nil {
 		return hookDeny(a, err.Error()+"; not allowed")
 	}
-	h.Classifier, h.Gateway, h.Persona = c, httpapi.NewClient(cfg.URL), *persona
+	h.Classifier, h.Gateway, h.Persona = c, requester(cfg.URL), *persona
 	if h.Persona == "" {
 		h.Persona = cfg.Persona
 	}

@@ -9,7 +9,6 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/signoff/signoff/bot/agent"
-	"github.com/signoff/signoff/bot/httpapi"
 )
 
 func init() { commands["mcp"] = mcpServe }
@@ -32,7 +31,7 @@ func mcpServe(ctx context.Context, a *app, args []string) int {
 		*persona = cfg.Persona
 	}
 	s := agent.NewMCPServer(agent.MCPOptions{
-		Gateway: httpapi.NewClient(cfg.URL), Classifier: c, Persona: *persona, LockPersona: locked, Logger: log,
+		Gateway: requester(cfg.URL), Classifier: c, Persona: *persona, LockPersona: locked, Logger: log,
 	})
 	stdin := a.stdin
 	if stdin == nil {

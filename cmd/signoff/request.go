@@ -47,7 +47,7 @@ func request(ctx context.Context, a *app, args []string) int {
 	if n.Persona == "" {
 		n.Persona = cfg.Persona
 	}
-	code, _ := ask(ctx, a, httpapi.NewClient(cfg.URL), n)
+	code, _ := ask(ctx, a, requester(cfg.URL), n)
 	return code
 }
 
@@ -55,8 +55,16 @@ func request(ctx context.Context, a *app, args []string) int {
 // the exit code: 0 approved, 1 denied or expired, 2 error. Any error while
 // waiting is a deny: silence is never consent.
 func ask(ctx context.Context, a *app, c *httpapi.Client, n bot.NewRequest) (int, *bot.Request) {
-	r, err := c.Submit(ctx, n)
+	r, err := agent.Submit(ctx, c, n)
 	if err != nil {
+		if ctx.Err() != nil {
+			if r != nil {
+				fmt.Fprintf(a.stderr, "signoff: interrupted; request %s %s, not approved\n", r.ID, r.Status)
+			} else {
+				fmt.Fprintln(a.stderr, "signoff: interrupted; not approved")
+			}
+			return 1, r
+		}
 		return a.fail(err), nil
 	}
 	fmt.Fprintln(a.stderr, bot.Headline(r))
@@ -74,7 +82,11 @@ func ask(ctx context.Context, a *app, c *httpapi.Client, n bot.NewRequest) (int,
 	d.Stop()
 	if err != nil {
 		if ctx.Err() != nil {
-			fmt.Fprintln(a.stderr, "signoff: interrupted while waiting; not approved")
+			if r.Status == bot.Withdrawn {
+				fmt.Fprintf(a.stderr, "signoff: interrupted while waiting; request %s withdrawn, not approved\n", r.ID)
+			} else {
+				fmt.Fprintln(a.stderr, "signoff: interrupted while waiting; not approved")
+			}
 			return 1, r
 		}
 		fmt.Fprintf(a.stderr, "signoff: %s; not approved\n", bot.ErrorMessage(err))
