@@ -24,20 +24,21 @@ import (
 // none slips in unscoped. Token routes list their scopes comma-separated
 // (any one suffices).
 var wantAccess = map[string]string{
-	"POST /v1/requests":          "request",
-	"GET /v1/requests":           "read:requests",
-	"GET /v1/requests/{id}":      "request,check,read:requests",
-	"POST /v1/actions":           "request,check",
-	"POST /v1/nostr/events":      "signed body",
-	"GET /healthz":               "public",
-	"GET /readyz":                "public",
-	"GET /metrics":               "public",
-	"POST /slack/events":         "signed body",
-	"POST /slack/interactions":   "signed body",
-	"POST /discord/interactions": "signed body",
-	"POST /v1/tokens":            "admin (the first token: none, from loopback)",
-	"GET /v1/tokens":             "admin",
-	"DELETE /v1/tokens/{name}":   "admin",
+	"POST /v1/requests":               "request",
+	"GET /v1/requests":                "read:requests",
+	"GET /v1/requests/{id}":           "request,check,read:requests",
+	"POST /v1/requests/{id}/withdraw": "request",
+	"POST /v1/actions":                "request,check",
+	"POST /v1/nostr/events":           "signed body",
+	"GET /healthz":                    "public",
+	"GET /readyz":                     "public",
+	"GET /metrics":                    "public",
+	"POST /slack/events":              "signed body",
+	"POST /slack/interactions":        "signed body",
+	"POST /discord/interactions":      "signed body",
+	"POST /v1/tokens":                 "admin (the first token: none, from loopback)",
+	"GET /v1/tokens":                  "admin",
+	"DELETE /v1/tokens/{name}":        "admin",
 }
 
 type authFixture struct {
