@@ -113,7 +113,7 @@ func (c *Classifier) Command(cmd string) bot.Assessment {
 		return dangerous("command is longer than the classifier reads; a person decides")
 	}
 	w := walker{r: c.rules}
-	w.shell(cmd, 0)
+	w.shell(cmd, ctx{})
 	return w.result()
 }
 
@@ -230,7 +230,7 @@ func (c *Classifier) Explain(cmd string) Explanation {
 		return Explanation{a, []Hit{{Level: a.Level, Reason: a.Reasons[0], Span: shorten(cmd)}}}
 	}
 	w := walker{r: c.rules, explain: true, span: cmd}
-	w.shell(cmd, 0)
+	w.shell(cmd, ctx{})
 	hits := w.hits
 	if hits == nil {
 		hits = []Hit{}

@@ -81,6 +81,25 @@ func isOption(t string) bool {
 // whether an option consumes a value; a short option that does ends the
 // cluster (its value is the rest of the word, or the next word).
 func eachOpt(t string, takesArg func(o *opt) bool, exact func(string) bool, fn func(o opt)) (next bool) {
+	if t[0] == '-' && len(t) > 2 && t[1] != '-' && !isShortCluster(t) && !exact(t) {
+		// letters then an option that takes a value glued to it:
+		// env -S'rm -rf /', env -iS'…'
+		for i := 1; i < len(t); i++ {
+			c := t[i]
+			if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z') {
+				break
+			}
+			o := opt{name: shortName(c), short: c}
+			if takesArg(&o) {
+				for j := 1; j < i; j++ {
+					fn(opt{name: shortName(t[j]), short: t[j]})
+				}
+				o.value, o.has = t[i+1:], true
+				fn(o)
+				return false
+			}
+		}
+	}
 	if t[0] == '+' || exact(t) || (t[0] == '-' && len(t) > 2 && t[1] != '-' && !isShortCluster(t)) {
 		o := opt{name: t}
 		if i := strings.IndexByte(t, '='); i > 0 {

@@ -9,8 +9,19 @@ import (
 // program applies a program rule (and its subcommand rules) to the
 // arguments after the program name.
 func (w *walker) program(name string, p *Program, args []word, cx ctx) {
-	if len(p.Subcommands) > 0 {
-		first, second := -1, -1
+	cx.verbs = cx.verbs || p.Verbs
+	if h, d := w.modes(p, args); h || d {
+		cx.help = cx.help || h
+		cx.dry = cx.dry || d
+	}
+	if p.Wrapper != nil {
+		w.apply(name, p, nil, cx, true)
+		w.wrapper(name, p.Wrapper, append([]word{{text: name, static: true}}, args...), in{}, ctx{depth: cx.depth})
+		return
+	}
+	first := -1
+	if len(p.Subcommands) > 0 || cx.verbs {
+		second := -1
 		for i := 0; i < len(args); i++ {
 			t := args[i].text
 			if t == "--" {
@@ -29,7 +40,7 @@ func (w *walker) program(name string, p *Program, args []word, cx ctx) {
 			second = i
 			break
 		}
-		if first >= 0 {
+		if first >= 0 && len(p.Subcommands) > 0 {
 			if !args[first].static {
 				w.add(bot.Dangerous, name+" subcommand comes from a variable or substitution")
 				return
@@ -50,7 +61,150 @@ func (w *walker) program(name string, p *Program, args []word, cx ctx) {
 			}
 		}
 	}
+	if cx.verbs && first >= 0 {
+		w.verbs(name, args[first:], cx, false)
+	}
 	w.apply(name, p, args, cx, true)
+}
+
+// modes finds a help request or a dry run among a command's words: such
+// a command changes nothing, so its own rules count as caution at most
+// (help: safe).
+func (w *walker) modes(p *Program, args []word) (help, dry bool) {
+	g := &w.r.Generic
+	for i, a := range args {
+		t := a.text
+		if !a.static {
+			continue
+		}
+		if (i == 0 || i == len(args)-1) && t == "help" {
+			help = true
+		}
+		if !isOption(t) {
+			continue
+		}
+		if g.help.hasLong(t) || g.help.hasExact(t) {
+			help = true
+		}
+		name, value, hasValue := t, "", false
+		if j := strings.IndexByte(t, '='); j > 0 {
+			name, value, hasValue = t[:j], strings.ToLower(t[j+1:]), true
+		}
+		if g.dry.hasLong(name) || g.dry.hasExact(name) || (p != nil && (p.dry.hasLong(name) || p.dry.hasExact(name))) {
+			if !hasValue || (value != "none" && value != "false" && value != "0") {
+				dry = true
+			}
+		}
+		if p != nil && len(t) > 1 && t[0] == '-' && t[1] != '-' && isShortCluster(t) {
+			for k := 1; k < len(t); k++ {
+				if t[k] < 128 && p.dry.short[t[k]] {
+					dry = true
+				}
+			}
+		}
+	}
+	return help, dry
+}
+
+// verbs applies the generic rule: a destructive verb among the first
+// word-like arguments (also as a part of one: delete-bucket, db:drop,
+// deleteSite) is dangerous; a deploying verb is dangerous with a
+// production flag. With confirm (unknown programs) a flag that skips a
+// confirmation is dangerous too.
+func (w *walker) verbs(name string, args []word, cx ctx, confirm bool) {
+	g := &w.r.Generic
+	if cx.help || cx.dry {
+		return
+	}
+	seen := 0
+	prod := false
+	var prodVerb string
+	for _, a := range args {
+		t := a.text
+		if !a.static {
+			continue
+		}
+		if isOption(t) {
+			n := t
+			if j := strings.IndexByte(n, '='); j > 0 {
+				n = n[:j]
+			}
+			if g.prod.hasLong(n) || g.prod.hasExact(t) || g.prod.hasExact(n) {
+				prod = true
+			}
+			if confirm {
+				hit := ""
+				eachOpt(t, func(*opt) bool { return false }, g.confirm.hasExact, func(o opt) {
+					if g.confirm.has(&o) && hit == "" {
+						hit = o.name
+					}
+				})
+				if hit != "" {
+					w.add(bot.Dangerous, withID("skips a confirmation ("+shorten(name+" "+hit)+")", "generic:confirm-"+strings.TrimLeft(hit, "-")))
+				}
+			}
+			continue
+		}
+		if seen >= 3 || !verbLike(t) {
+			seen++
+			continue
+		}
+		seen++
+		for _, part := range verbParts(t) {
+			for _, v := range g.verbs {
+				if part == v.key {
+					w.add(bot.Dangerous, withID(reasonOr(v.reason, "destructive verb")+" ("+shorten(name+" "+t)+")", "generic:verb-"+v.key))
+				}
+			}
+			if prodVerb == "" && contains(g.ProdVerbs, part) {
+				prodVerb = part
+			}
+		}
+	}
+	if prod && prodVerb != "" {
+		w.add(bot.Dangerous, withID("deploys to production ("+shorten(name+" "+prodVerb)+")", "generic:deploy-prod"))
+	}
+}
+
+// verbLike: a subcommand-like word (letters, digits, - _ :), not a path,
+// URL, file name or value.
+func verbLike(t string) bool {
+	if t == "" || len(t) > 64 {
+		return false
+	}
+	for i := 0; i < len(t); i++ {
+		c := t[i]
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '-' || c == '_' || c == ':') {
+			return false
+		}
+	}
+	return true
+}
+
+// verbParts splits delete-bucket, db:drop, force_delete and deleteSite
+// into lower-case words.
+func verbParts(t string) []string {
+	var out []string
+	start := 0
+	for i := 0; i <= len(t); i++ {
+		end := i == len(t)
+		if !end && (t[i] == '-' || t[i] == '_' || t[i] == ':') {
+			if i > start {
+				out = append(out, strings.ToLower(t[start:i]))
+			}
+			start = i + 1
+			continue
+		}
+		if !end && i > start && t[i] >= 'A' && t[i] <= 'Z' && t[i-1] >= 'a' && t[i-1] <= 'z' {
+			out = append(out, strings.ToLower(t[start:i]))
+			start = i
+			continue
+		}
+		if end && i > start {
+			out = append(out, strings.ToLower(t[start:i]))
+		}
+	}
+	return out
 }
 
 // apply applies p's own level, flag, argument, delete and write rules.
@@ -100,7 +254,36 @@ func (w *walker) apply(name string, p *Program, args []word, cx ctx, full bool) 
 			}
 		}
 	}
+	// Flags that a rule requires alongside (branch -d with --force).
+	var presentAny []opt
+	needPresent := false
+	for j := range p.Flags {
+		if p.Flags[j].req.any {
+			needPresent = true
+		}
+	}
+	if needPresent {
+		for i := 0; i < len(args); i++ {
+			if t := args[i].text; args[i].static && isOption(t) && t[0] == '-' {
+				if eachOpt(t, takes, exact, func(o opt) { presentAny = append(presentAny, o) }) {
+					i++
+				}
+			}
+		}
+	}
+	requiresMet := func(f *FlagRule) bool {
+		if !f.req.any {
+			return true
+		}
+		for k := range presentAny {
+			if f.req.has(&presentAny[k]) {
+				return true
+			}
+		}
+		return false
+	}
 	delWhen := p.Deletes != nil && len(p.Deletes.When) == 0
+	writeWhen := p.Writes != nil && !p.Writes.when.any
 	var positionals []word
 	endOpts := false
 	for i := 0; i < len(args); i++ {
@@ -121,7 +304,7 @@ func (w *walker) apply(name string, p *Program, args []word, cx ctx, full bool) 
 				}
 				for j := range p.Flags {
 					f := &p.Flags[j]
-					if !f.set.has(&o) {
+					if !f.set.has(&o) || !requiresMet(f) {
 						continue
 					}
 					if len(f.Values) > 0 && (!hasValue || !globAny(f.Values, strings.ToLower(value))) {
@@ -131,6 +314,9 @@ func (w *walker) apply(name string, p *Program, args []word, cx ctx, full bool) 
 				}
 				if p.Deletes != nil && p.Deletes.set.has(&o) {
 					delWhen = true
+				}
+				if p.Writes != nil && p.Writes.when.has(&o) {
+					writeWhen = true
 				}
 				if p.Writes != nil && p.Writes.set.has(&o) && hasValue {
 					w.write(word{text: value, static: true}, name+" "+o.name)
@@ -148,6 +334,15 @@ func (w *walker) apply(name string, p *Program, args []word, cx ctx, full bool) 
 			argRules(a.text)
 		}
 	}
+	capLevel := func(l bot.Level) bot.Level {
+		switch {
+		case cx.help:
+			return bot.Safe
+		case cx.dry && l == bot.Dangerous:
+			return bot.Caution
+		}
+		return l
+	}
 	if full {
 		reason := p.Reason
 		if base != p.Level {
@@ -159,26 +354,55 @@ func (w *walker) apply(name string, p *Program, args []word, cx ctx, full bool) 
 		if reason == "" && base == bot.Dangerous {
 			reason = name + " is listed as dangerous"
 		}
-		w.add(base, withID(reason, p.id))
+		l := capLevel(base)
+		if l != base {
+			reason = name + " (a dry run or help: changes nothing)"
+		}
+		w.add(l, withID(reason, p.id))
 	}
 	for _, h := range raises {
+		if cx.help || cx.dry {
+			continue
+		}
 		w.add(h.level, withID(reasonOr(h.reason, name+" with these options is dangerous"), h.id))
 	}
-	if full && p.Deletes != nil && delWhen {
+	if cx.help || cx.dry {
+		return
+	}
+	if full && p.Deletes != nil {
 		d := p.Deletes
-		if len(positionals) == 0 && cx.inputArgs {
+		if delWhen && len(positionals) == 0 && cx.inputArgs && !d.OnlyProtected {
 			w.add(bot.Dangerous, withID(d.Reason+" (paths read from input)", d.ID))
 		}
-		for _, a := range positionals {
+		targets := positionals
+		if d.OnlyProtected && len(targets) > 1 {
+			targets = targets[:len(targets)-1] // mv: the sources go away
+		}
+		for _, a := range targets {
+			a = w.resolve(a)
+			if reason, _ := w.r.writeReason(a.text); reason != "" {
+				r, id := splitID(reason)
+				w.add(bot.Dangerous, withID("deletes or moves a protected path: "+r, id))
+				continue
+			}
+			if !delWhen {
+				continue
+			}
 			switch deleteTarget(a) {
 			case 1:
+				if d.OnlyProtected && (a.glob || strings.Contains(a.text, unknownMark)) {
+					continue
+				}
 				w.add(bot.Dangerous, withID(d.Reason, d.ID))
 			case 2:
+				if d.OnlyProtected {
+					continue
+				}
 				w.add(bot.Dangerous, withID(reasonOr(d.OutsideReason, d.Reason), d.ID))
 			}
 		}
 	}
-	if full && p.Writes != nil {
+	if full && p.Writes != nil && writeWhen {
 		switch {
 		case p.Writes.Args:
 			for _, a := range positionals {
@@ -431,4 +655,13 @@ func stripSQL(s string) string {
 		}
 	}
 	return b.String()
+}
+
+// unknown judges a program no pack names: caution, raised by the generic
+// verbs and confirmation-skipping flags.
+func (w *walker) unknown(prog string, args []word, cx ctx) {
+	help, dry := w.modes(nil, args)
+	cx.help, cx.dry = help, dry
+	w.add(w.r.Unknown.Level, withID(reasonOr(w.r.Unknown.Reason, "unknown program")+" ("+shorten(prog)+")", "generic:unknown"))
+	w.verbs(prog, args, cx, true)
 }

@@ -168,10 +168,12 @@ type Interpreter struct {
 	CodeSubcommands []string  `yaml:"code_subcommands"`
 	Harmless        bot.Level `yaml:"harmless"`
 	DangerousCode   []string  `yaml:"dangerous_code"`
-	DangerousFlags  []string  `yaml:"dangerous_flags"`
-	ScriptArgs      []string  `yaml:"script_args"`
+	DangerousFlags  []string            `yaml:"dangerous_flags"`
+	InplaceFlags    []string            `yaml:"inplace_flags"`
+	ScriptArgs      []string            `yaml:"script_args"`
+	Commands        map[string]*Program `yaml:"commands"`
 
-	withArg, code, module, info, file, bad optSet
+	withArg, code, module, info, file, bad, inplace optSet
 }
 
 // SQLRules says which SQL clients are read and which statements are dangerous.
@@ -237,8 +239,10 @@ type GenericRules struct {
 	ConfirmFlags []string          `yaml:"confirm_flags"`
 	DryRun       []string          `yaml:"dry_run"`
 	Help         []string          `yaml:"help"`
+	ProdVerbs    []string          `yaml:"prod_verbs"`
+	ProdFlags    []string          `yaml:"prod_flags"`
 
-	confirm, dry, help optSet
+	confirm, dry, help, prod optSet
 	verbs              []keyReason
 }
 
@@ -419,6 +423,18 @@ func (r *Rules) compile() error {
 		ip.info = newOptSet(ip.InfoFlags)
 		ip.file = newOptSet(ip.FileFlags)
 		ip.bad = newOptSet(ip.DangerousFlags)
+		ip.inplace = newOptSet(ip.InplaceFlags)
+		for j, sp := range ip.ScriptArgs {
+			ip.ScriptArgs[j] = strings.ToLower(sp)
+		}
+		for _, cn := range sortedKeys(ip.Commands) {
+			if ip.Commands[cn] == nil {
+				return fmt.Errorf("interpreters.%s.commands.%s: empty rule", n, cn)
+			}
+			if err := ip.Commands[cn].compile("interpreters."+n+".commands."+cn, r.idFor(n)+"-"+cn); err != nil {
+				return err
+			}
+		}
 		if err := add(n, entry{kind: kInterp, interp: ip, section: "interpreters"}); err != nil {
 			return err
 		}
@@ -455,6 +471,7 @@ func (r *Rules) compile() error {
 	g.confirm = newOptSet(g.ConfirmFlags)
 	g.dry = newOptSet(g.DryRun)
 	g.help = newOptSet(g.Help)
+	g.prod = newOptSet(g.ProdFlags)
 	g.verbs = nil
 	for _, k := range sortedKeys(g.Verbs) {
 		g.verbs = append(g.verbs, keyReason{strings.ToLower(k), g.Verbs[k]})

@@ -20,6 +20,13 @@ type walker struct {
 	r *Rules
 	verdict
 	funcs map[string]bool
+	// cwd is where relative paths are, as the shell's cd left it: "" the
+	// workspace, a relative path inside it, an absolute or ~ path, or
+	// unknownMark when it cannot be known (cd "$X", cd -).
+	cwd      string
+	dirs     []string          // pushd's stack
+	funcCwd  map[string]string // where calling a function leaves the shell
+	vars     map[string]string // variables set to plain text (f=.env)
 
 	explain bool
 	span    string // the source of the command being judged, for Explain
@@ -52,13 +59,22 @@ const (
 	inPipe           // another command's output, or anything unseen
 )
 
+// deeper is the context of code a command runs (bash -c, watch, ssh).
+func (cx ctx) deeper() ctx { return ctx{depth: cx.depth + 1, inputArgs: cx.inputArgs} }
+
 // ctx is what a command inherits from what runs it.
 type ctx struct {
 	depth     int
 	inputArgs bool // more arguments come from input (xargs, find -exec {})
+	verbs     bool // the generic verb rule applies (a pack's verbs: true)
+	help, dry bool // the command asks for help or is a dry run
 }
 
-func (w *walker) shell(src string, depth int) {
+// shell walks shell code run at depth cx.depth (0: the command itself);
+// only the depth and whether arguments come from input (xargs) carry
+// into it.
+func (w *walker) shell(src string, cx ctx) {
+	depth := cx.depth
 	if depth > w.r.MaxDepth {
 		w.add(bot.Dangerous, fmt.Sprintf("shell code nested more than %d levels deep", w.r.MaxDepth))
 		return
@@ -75,7 +91,7 @@ func (w *walker) shell(src string, depth int) {
 		return
 	}
 	for _, s := range f.Stmts {
-		w.stmt(src, s, in{}, ctx{depth: depth})
+		w.stmt(src, s, in{}, ctx{depth: depth, inputArgs: cx.inputArgs})
 	}
 }
 
@@ -117,16 +133,22 @@ func (w *walker) stmt(src string, s *syntax.Stmt, stdin in, cx ctx) {
 		w.call(src, c, stdin, cx)
 	case *syntax.BinaryCmd:
 		if c.Op == syntax.Pipe || c.Op == syntax.PipeAll {
+			// each side of a pipe runs in a subshell: a cd there stays there
+			saved := w.cwd
 			w.stmt(src, c.X, stdin, cx)
+			w.cwd = saved
 			w.stmt(src, c.Y, pipeFrom(src, c.X), cx)
+			w.cwd = saved
 			return
 		}
 		w.stmt(src, c.X, stdin, cx)
 		w.stmt(src, c.Y, stdin, cx)
 	case *syntax.Subshell:
+		saved, dirs := w.cwd, len(w.dirs)
 		for _, st := range c.Stmts {
 			w.stmt(src, st, stdin, cx)
 		}
+		w.cwd, w.dirs = saved, w.dirs[:dirs]
 	case *syntax.Block:
 		for _, st := range c.Stmts {
 			w.stmt(src, st, stdin, cx)
@@ -171,9 +193,11 @@ func (w *walker) subst(src string, n syntax.Node, cx ctx) {
 	case *syntax.ProcSubst:
 		stmts = x.Stmts
 	}
+	saved, dirs := w.cwd, len(w.dirs)
 	for _, st := range stmts {
 		w.stmt(src, st, in{}, cx)
 	}
+	w.cwd, w.dirs = saved, w.dirs[:dirs]
 }
 
 func (w *walker) words(src string, ws []*syntax.Word, cx ctx) {
@@ -188,11 +212,28 @@ func (w *walker) assign(src string, a *syntax.Assign, cx ctx) {
 	if a == nil {
 		return
 	}
-	if a.Name != nil && w.r.envBad[a.Name.Value] && !a.Naked {
+	if a.Name != nil && w.r.envDangerous(a.Name.Value) && !a.Naked {
 		w.add(bot.Dangerous, "sets "+a.Name.Value+", which changes what commands run or load")
 	}
 	if a.Value != nil && hasSubst(a.Value) {
 		w.nested(src, a.Value, cx)
+	}
+	if a.Name != nil && a.Value != nil {
+		v := viewWord(a.Value)
+		if v.static {
+			if subscriptInjection(v.text) {
+				w.add(bot.Dangerous, withID("holds text that runs a command when bash evaluates it as an array subscript", "shell:subscript-injection"))
+			}
+			if w.vars == nil {
+				w.vars = map[string]string{}
+			}
+			w.vars[a.Name.Value] = v.text
+		} else if w.vars != nil {
+			delete(w.vars, a.Name.Value)
+		}
+		if v.text != "" && !strings.Contains(v.text, unknownMark) {
+			w.read(v)
+		}
 	}
 	if a.Array != nil || a.Index != nil {
 		syntax.Walk(a, func(n syntax.Node) bool {
@@ -306,7 +347,7 @@ func pipeFrom(src string, s *syntax.Stmt) in {
 		name := viewWord(ce.Args[0])
 		if name.static && (name.text == "echo" || name.text == "printf") && len(s.Redirs) == 0 {
 			var b strings.Builder
-			lit := true
+			lit, escapes := true, false
 			for i, a := range ce.Args[1:] {
 				v := viewWord(a)
 				if !v.static || v.glob {
@@ -314,12 +355,17 @@ func pipeFrom(src string, s *syntax.Stmt) in {
 					break
 				}
 				if name.text == "echo" && i == 0 && isOption(v.text) && len(v.text) <= 3 {
+					escapes = strings.ContainsRune(v.text, 'e')
 					continue // echo -n / -e
 				}
 				if b.Len() > 0 {
 					b.WriteByte(' ')
 				}
 				b.WriteString(v.text)
+			}
+			if lit && (name.text == "printf" || escapes) && strings.ContainsRune(b.String(), '\\') {
+				// \x74ouch: escapes the shell will decode before running it
+				return in{kind: inPipe, from: s}
 			}
 			if lit {
 				return in{kind: inLiteral, text: b.String()}
@@ -402,7 +448,19 @@ func (w *walker) funcDecl(src string, f *syntax.FuncDecl, cx ctx) {
 			w.add(bot.Dangerous, "defines a function that calls itself (fork bomb pattern)")
 		}
 	}
+	saved, dirs := w.cwd, len(w.dirs)
 	w.stmt(src, f.Body, in{}, cx)
+	if w.cwd != saved {
+		if w.funcCwd == nil {
+			w.funcCwd = map[string]string{}
+		}
+		for _, n := range names {
+			if n != nil {
+				w.funcCwd[n.Value] = w.cwd
+			}
+		}
+	}
+	w.cwd, w.dirs = saved, w.dirs[:dirs]
 }
 
 func (w *walker) call(src string, c *syntax.CallExpr, stdin in, cx ctx) {
@@ -419,14 +477,92 @@ func (w *walker) call(src string, c *syntax.CallExpr, stdin in, cx ctx) {
 		return
 	}
 	args := make([]word, len(c.Args))
+	static := true
 	for i, a := range c.Args {
 		args[i] = viewWord(a)
+		static = static && args[i].static
+	}
+	if !static || w.r.scanLiterals(args) {
+		w.callWords(c, args)
 	}
 	w.command(args, stdin, cx)
 }
 
+// resolve writes a relative path word as seen from the workspace, after
+// the cds before it.
+func (w *walker) resolve(t word) word {
+	if w.cwd == "" || t.text == "" || t.text[0] == '/' || t.text[0] == '~' || isOption(t.text) {
+		return t
+	}
+	if w.cwd == unknownMark {
+		t.text = unknownMark + "/" + t.text
+		t.static = false
+		return t
+	}
+	t.text = path.Join(w.cwd, t.text)
+	return t
+}
+
+// chdir follows cd, pushd and popd.
+func (w *walker) chdir(prog string, args []word) {
+	var target *word
+	for i := 1; i < len(args); i++ {
+		if args[i].text == "--" {
+			if i+1 < len(args) {
+				target = &args[i+1]
+			}
+			break
+		}
+		if isOption(args[i].text) && args[i].static {
+			continue
+		}
+		target = &args[i]
+		break
+	}
+	if prog == "popd" {
+		if n := len(w.dirs); n > 0 {
+			w.cwd, w.dirs = w.dirs[n-1], w.dirs[:n-1]
+		} else {
+			w.cwd = unknownMark
+		}
+		return
+	}
+	next := "~"
+	if target != nil {
+		t := *target
+		switch {
+		case t.text == "-" || strings.Contains(t.text, unknownMark) || t.glob:
+			next = unknownMark
+		default:
+			next = w.resolve(t).text
+			if next == "." || next == "" {
+				next = w.cwd
+			}
+		}
+	} else if prog == "pushd" {
+		// pushd with no argument swaps the top two directories
+		if n := len(w.dirs); n > 0 {
+			next, w.dirs[n-1] = w.dirs[n-1], w.cwd
+			w.cwd = next
+			return
+		}
+		return
+	}
+	if next != unknownMark && next != "" && next[0] != '/' && next[0] != '~' {
+		next = path.Clean(next)
+		if next == "." {
+			next = ""
+		}
+	}
+	if prog == "pushd" {
+		w.dirs = append(w.dirs, w.cwd)
+	}
+	w.cwd = next
+}
+
 // read checks a word that is read as a file.
 func (w *walker) read(t word) {
+	t = w.resolve(t)
 	if p, ok := w.r.sensitiveArg(t.text); ok {
 		w.add(bot.Dangerous, "touches a sensitive path ("+shorten(p)+")")
 	}
@@ -434,6 +570,7 @@ func (w *walker) read(t word) {
 
 // write checks a word that is written as a file.
 func (w *walker) write(t word, how string) {
+	t = w.resolve(t)
 	reason, harmless := w.r.writeReason(t.text)
 	switch {
 	case harmless:
@@ -459,6 +596,10 @@ func (w *walker) command(args []word, stdin in, cx ctx) {
 		return
 	}
 	prog := name.text
+	if cx.inputArgs && strings.Contains(prog, "{}") {
+		w.add(bot.Dangerous, withID("the command itself comes from input ("+shorten(prog)+")", "shell:command-from-input"))
+		return
+	}
 	if prog == "" {
 		w.add(bot.Caution, "empty command name")
 		return
@@ -477,9 +618,20 @@ func (w *walker) command(args []word, stdin in, cx ctx) {
 		}
 	}
 	if w.funcs[prog] {
+		if d, ok := w.funcCwd[prog]; ok {
+			w.cwd = d
+		}
 		return // its body was classified where it was defined
 	}
+	if an := analyzers[prog]; an != nil {
+		if an(w, args, stdin, cx) {
+			return
+		}
+	}
 	switch prog {
+	case "cd", "pushd", "popd":
+		w.chdir(prog, args)
+		return
 	case "find":
 		w.find(args, cx)
 		return
@@ -499,7 +651,7 @@ func (w *walker) command(args []word, stdin in, cx ctx) {
 	}
 	e, ok := w.r.lookup(prog)
 	if !ok {
-		w.add(w.r.Unknown.Level, reasonOr(w.r.Unknown.Reason, "unknown program")+" ("+shorten(prog)+")")
+		w.unknown(prog, args[1:], cx)
 		return
 	}
 	switch e.kind {
@@ -511,6 +663,8 @@ func (w *walker) command(args []word, stdin in, cx ctx) {
 		w.interpreter(prog, e.interp, args, stdin, cx)
 	case kSQL:
 		w.sqlClient(prog, e.sql, args, stdin, cx)
+	case kKV:
+		w.kvClient(prog, e.kv, args, stdin, cx)
 	case kProgram:
 		w.program(prog, e.prog, args[1:], cx)
 	case kDangerous:
@@ -534,7 +688,7 @@ func (w *walker) code(t word, cx ctx, what string) {
 		w.add(bot.Dangerous, "runs shell code from a variable or substitution ("+what+")")
 		return
 	}
-	w.shell(t.text, cx.depth+1)
+	w.shell(t.text, cx.deeper())
 }
 
 func (w *walker) wrapper(prog string, wr *Wrapper, args []word, stdin in, cx ctx) {
@@ -562,7 +716,7 @@ func (w *walker) wrapper(prog string, wr *Wrapper, args []word, stdin in, cx ctx
 			break
 		}
 		if wr.Assignments && isAssignment(t) {
-			if w.r.envBad[t[:strings.IndexByte(t, '=')]] {
+			if w.r.envDangerous(t[:strings.IndexByte(t, '=')]) {
 				w.add(bot.Dangerous, "sets "+t[:strings.IndexByte(t, '=')]+", which changes what commands run or load")
 			}
 			i++
@@ -583,6 +737,20 @@ func (w *walker) wrapper(prog string, wr *Wrapper, args []word, stdin in, cx ctx
 		next := eachOpt(t, takes, exact, func(o opt) {
 			if wr.query.has(&o) {
 				query = true
+			}
+			for j := range wr.Flags {
+				f := &wr.Flags[j]
+				if !f.set.has(&o) {
+					continue
+				}
+				value, hasValue := o.value, o.has
+				if !hasValue && o.next && i+1 < len(rest) {
+					value, hasValue = rest[i+1].text, true
+				}
+				if len(f.Values) > 0 && (!hasValue || !globAny(f.Values, strings.ToLower(value))) {
+					continue
+				}
+				w.add(f.Level, withID(reasonOr(f.Reason, prog+" with these options is dangerous"), f.ID))
 			}
 			if wr.code.has(&o) {
 				oo := o
@@ -610,6 +778,10 @@ func (w *walker) wrapper(prog string, wr *Wrapper, args []word, stdin in, cx ctx
 		return
 	}
 	cmd := rest[i:]
+	if wr.InputCommands && (len(cmd) == 0 || strings.HasPrefix(cmd[0].text, ":::")) {
+		w.add(bot.Dangerous, withID("runs commands read from its input ("+prog+" with no command)", "shell:input-commands"))
+		return
+	}
 	if len(cmd) == 0 {
 		if len(wr.Default) == 0 {
 			return
@@ -634,7 +806,7 @@ func (w *walker) wrapper(prog string, wr *Wrapper, args []word, stdin in, cx ctx
 			}
 			b.WriteString(a.text)
 		}
-		w.shell(b.String(), cx.depth+1)
+		w.shell(b.String(), sub.deeper())
 		return
 	}
 	w.command(cmd, stdin, sub)
@@ -729,10 +901,14 @@ func (w *walker) shellProgram(prog string, args []word, stdin in, cx ctx) {
 		w.code(*code, cx, prog+" -c")
 		return
 	}
+	if cflag && cx.inputArgs {
+		w.add(bot.Dangerous, withID("runs shell code read from input ("+prog+" -c under xargs)", "shell:code-from-input"))
+		return
+	}
 	if cflag {
 		return // bash -c with no code: an error, nothing runs
 	}
-	w.stdinCode(prog, stdin, cx, func(text string) { w.shell(text, cx.depth+1) })
+	w.stdinCode(prog, stdin, cx, func(text string) { w.shell(text, cx.deeper()) })
 }
 
 // stdinCode handles code a shell or interpreter reads from standard input.
@@ -760,6 +936,7 @@ func (w *walker) interpreter(prog string, ip *Interpreter, args []word, stdin in
 	module, info, file := "", false, false
 	codeNext, moduleNext, fileNext := false, false, false
 	positional := 0
+	codeAt, inplace := -1, false
 	for i := 1; i < len(args); i++ {
 		a := args[i]
 		t := a.text
@@ -767,6 +944,7 @@ func (w *walker) interpreter(prog string, ip *Interpreter, args []word, stdin in
 			switch {
 			case codeNext:
 				code = &args[i]
+				codeAt = i
 			case moduleNext:
 				module = t
 			case fileNext:
@@ -798,6 +976,12 @@ func (w *walker) interpreter(prog string, ip *Interpreter, args []word, stdin in
 			}
 			var skip bool
 			skip = eachOpt(t, takes, exact, func(o opt) {
+				if ip.bad.has(&o) {
+					w.add(bot.Dangerous, withID("loads code or edits files in place ("+shorten(prog+" "+o.name)+")", "interp:"+prog+"-"+strings.TrimLeft(o.name, "-")))
+				}
+				if ip.inplace.has(&o) {
+					inplace = true
+				}
 				switch {
 				case ip.code.has(&o):
 					if o.next {
@@ -805,6 +989,7 @@ func (w *walker) interpreter(prog string, ip *Interpreter, args []word, stdin in
 					} else {
 						v := word{text: o.value, static: true}
 						code = &v
+						codeAt = i
 					}
 				case ip.module.has(&o):
 					if o.next {
@@ -830,6 +1015,13 @@ func (w *walker) interpreter(prog string, ip *Interpreter, args []word, stdin in
 			continue
 		}
 		positional++
+		if positional == 1 && ip.Commands[t] != nil {
+			w.program(prog+" "+t, ip.Commands[t], args[i+1:], cx)
+			return
+		}
+		if len(ip.ScriptArgs) > 0 && !ip.CodeFirst && !globAny(ip.ScriptArgs, strings.ToLower(t)) {
+			continue // a database name or URL, not a script (mongosh app)
+		}
 		if positional == 1 && len(ip.CodeSubcommands) > 0 {
 			// deno eval CODE; other subcommands (deno run x.ts) are
 			// followed by a script
@@ -838,6 +1030,7 @@ func (w *walker) interpreter(prog string, ip *Interpreter, args []word, stdin in
 		}
 		if ip.CodeFirst && !file {
 			code = &args[i]
+			codeAt = i
 		} else if t == "-" {
 			script = nil
 		} else {
@@ -852,6 +1045,13 @@ func (w *walker) interpreter(prog string, ip *Interpreter, args []word, stdin in
 			return
 		}
 		w.inlineCode(prog, ip, code.text)
+		if inplace && codeAt > 0 {
+			for _, a := range args[codeAt+1:] {
+				if !isOption(a.text) {
+					w.write(a, prog+" -i")
+				}
+			}
+		}
 	case module != "":
 		w.add(bot.Caution, "runs a module ("+shorten(prog+" -m "+module)+")")
 	case file:
@@ -879,9 +1079,16 @@ func (w *walker) inlineCode(prog string, ip *Interpreter, code string) {
 	if len(words) == 0 {
 		words = w.r.DangerousCode
 	}
+	norm := normalizeCode(code)
 	for _, d := range words {
-		if strings.Contains(code, d) {
-			w.add(bot.Dangerous, "inline "+prog+" code uses "+quote(d))
+		if strings.Contains(code, d) || strings.Contains(norm, d) {
+			w.add(bot.Dangerous, withID("inline "+prog+" code uses "+quote(d), "interp:dangerous-code"))
+			return
+		}
+	}
+	for _, b := range []string{"/bin/", "/sbin/"} {
+		if strings.Contains(norm, b) {
+			w.add(bot.Dangerous, withID("inline "+prog+" code names a program by path", "interp:program-path"))
 			return
 		}
 	}
@@ -928,9 +1135,9 @@ func (w *walker) find(args []word, cx ctx) {
 				}
 			}
 			if broad {
-				w.add(bot.Dangerous, "find -delete under a root, home, wildcard or outside-workspace path")
+				w.add(bot.Dangerous, withID("find -delete under a root, home, wildcard or outside-workspace path", "core.filesystem:find-delete-broad"))
 			} else {
-				w.add(bot.Caution, "deletes the files found (find -delete)")
+				w.add(bot.Dangerous, withID("deletes every file found, with no list to review (find -delete)", "core.filesystem:find-delete"))
 			}
 		case "-fprint", "-fprint0", "-fprintf", "-fls":
 			if i+1 < len(args) {
