@@ -94,7 +94,7 @@ func eachOpt(t string, takesArg func(o *opt) bool, exact func(string) bool, fn f
 				for j := 1; j < i; j++ {
 					fn(opt{name: shortName(t[j]), short: t[j]})
 				}
-				o.value, o.has = t[i+1:], true
+				o.value, o.has = strings.TrimPrefix(t[i+1:], "="), true
 				fn(o)
 				return false
 			}
@@ -127,7 +127,7 @@ func eachOpt(t string, takesArg func(o *opt) bool, exact func(string) bool, fn f
 		o := opt{name: shortName(c), short: c}
 		if takesArg(&o) {
 			if i+1 < len(t) {
-				o.value, o.has = t[i+1:], true
+				o.value, o.has = strings.TrimPrefix(t[i+1:], "="), true
 			} else {
 				o.next = true
 			}

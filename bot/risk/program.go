@@ -61,8 +61,8 @@ func (w *walker) program(name string, p *Program, args []word, cx ctx) {
 			}
 		}
 	}
-	if cx.verbs && first >= 0 {
-		w.verbs(name, args[first:], cx, false)
+	if cx.verbs {
+		w.verbs(name, args, cx, false)
 	}
 	w.apply(name, p, args, cx, true)
 }
@@ -135,7 +135,8 @@ func (w *walker) verbs(name string, args []word, cx ctx, confirm bool) {
 			if confirm {
 				hit := ""
 				eachOpt(t, func(*opt) bool { return false }, g.confirm.hasExact, func(o opt) {
-					if g.confirm.has(&o) && hit == "" {
+					// exact names only: --skip is not --skip-final-snapshot
+					if hit == "" && (o.short != 0 && g.confirm.has(&o) || o.short == 0 && (g.confirm.hasLong(o.name) || g.confirm.hasExact(o.name))) {
 						hit = o.name
 					}
 				})
@@ -145,7 +146,7 @@ func (w *walker) verbs(name string, args []word, cx ctx, confirm bool) {
 			}
 			continue
 		}
-		if seen >= 3 || !verbLike(t) {
+		if seen >= 5 || !verbLike(t) {
 			seen++
 			continue
 		}
@@ -159,6 +160,13 @@ func (w *walker) verbs(name string, args []word, cx ctx, confirm bool) {
 			if prodVerb == "" && contains(g.ProdVerbs, part) {
 				prodVerb = part
 			}
+		}
+	}
+	if prodVerb == "" {
+		// the subcommand already read: vercel deploy --prod
+		last := name[strings.LastIndexByte(name, ' ')+1:]
+		if contains(g.ProdVerbs, last) {
+			prodVerb = last
 		}
 	}
 	if prod && prodVerb != "" {
@@ -258,7 +266,7 @@ func (w *walker) apply(name string, p *Program, args []word, cx ctx, full bool) 
 	var presentAny []opt
 	needPresent := false
 	for j := range p.Flags {
-		if p.Flags[j].req.any {
+		if p.Flags[j].req.any || p.Flags[j].unless.any {
 			needPresent = true
 		}
 	}
@@ -272,6 +280,11 @@ func (w *walker) apply(name string, p *Program, args []word, cx ctx, full bool) 
 		}
 	}
 	requiresMet := func(f *FlagRule) bool {
+		for k := range presentAny {
+			if f.unless.any && f.unless.has(&presentAny[k]) {
+				return false
+			}
+		}
 		if !f.req.any {
 			return true
 		}
@@ -291,6 +304,9 @@ func (w *walker) apply(name string, p *Program, args []word, cx ctx, full bool) 
 		t := a.text
 		if !endOpts && t == "--" {
 			endOpts = true
+			if p.DashDash != nil && i+1 < len(args) {
+				rule(p.DashDash.Level, p.DashDash.Reason, p.DashDash.ID)
+			}
 			continue
 		}
 		if isNegNumber(t) {
@@ -304,7 +320,7 @@ func (w *walker) apply(name string, p *Program, args []word, cx ctx, full bool) 
 				}
 				for j := range p.Flags {
 					f := &p.Flags[j]
-					if !f.set.has(&o) || !requiresMet(f) {
+					if !f.set.has(&o) || !requiresMet(f) || (f.Exact && o.short == 0 && !f.set.hasLong(o.name) && !f.set.hasExact(o.name)) {
 						continue
 					}
 					if len(f.Values) > 0 && (!hasValue || !globAny(f.Values, strings.ToLower(value))) {
@@ -332,6 +348,13 @@ func (w *walker) apply(name string, p *Program, args []word, cx ctx, full bool) 
 	for _, a := range positionals {
 		if a.static {
 			argRules(a.text)
+		} else if strings.Contains(a.text, unknownMark) {
+			// a "\x00" pattern matches a word known only at run time
+			for j := range p.Args {
+				if contains(p.Args[j].Match, unknownMark) {
+					rule(p.Args[j].Level, p.Args[j].Reason, p.Args[j].ID)
+				}
+			}
 		}
 	}
 	capLevel := func(l bot.Level) bot.Level {

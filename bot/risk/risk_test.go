@@ -393,3 +393,9 @@ func TestLoadPackDirectoryOverridesByFileName(t *testing.T) {
 		t.Error("an empty pack directory loaded without error")
 	}
 }
+
+func TestDefaultPacksLoad(t *testing.T) {
+	if _, err := ParsePacks(DefaultPacks()); err != nil {
+		t.Fatalf("embedded packs: %v", err)
+	}
+}

@@ -66,6 +66,7 @@ type Program struct {
 	Deletes        *DeleteRule         `yaml:"deletes"`
 	Writes         *WriteRule          `yaml:"writes"`
 	Verbs          bool                `yaml:"verbs"`
+	DashDash       *ArgRule            `yaml:"dashdash"`
 	DryRun         []string            `yaml:"dry_run"`
 	Wrapper        *Wrapper            `yaml:"wrapper"`
 
@@ -93,11 +94,13 @@ type FlagRule struct {
 	ID       string    `yaml:"id"`
 	Match    []string  `yaml:"match"`
 	Requires []string  `yaml:"requires"`
+	Unless   []string  `yaml:"unless"`
+	Exact    bool      `yaml:"exact"` // long names only in full, not abbreviated
 	Values   []string  `yaml:"values"`
 	Level    bot.Level `yaml:"level"`
 	Reason   string    `yaml:"reason"`
 
-	set, req optSet
+	set, req, unless optSet
 }
 
 // ArgRule sets a level when a non-flag argument matches one of Match (globs).
@@ -159,19 +162,20 @@ type Shells struct {
 
 // Interpreter is a language runtime that may be given inline code.
 type Interpreter struct {
-	CodeFlags       []string  `yaml:"code_flags"`
-	OptionsWithArg  []string  `yaml:"options_with_arg"`
-	ModuleFlags     []string  `yaml:"module_flags"`
-	InfoFlags       []string  `yaml:"info_flags"`
-	FileFlags       []string  `yaml:"file_flags"`
-	CodeFirst       bool      `yaml:"code_first"`
-	CodeSubcommands []string  `yaml:"code_subcommands"`
-	Harmless        bot.Level `yaml:"harmless"`
-	DangerousCode   []string  `yaml:"dangerous_code"`
+	CodeFlags       []string            `yaml:"code_flags"`
+	OptionsWithArg  []string            `yaml:"options_with_arg"`
+	ModuleFlags     []string            `yaml:"module_flags"`
+	InfoFlags       []string            `yaml:"info_flags"`
+	FileFlags       []string            `yaml:"file_flags"`
+	CodeFirst       bool                `yaml:"code_first"`
+	CodeSubcommands []string            `yaml:"code_subcommands"`
+	Harmless        bot.Level           `yaml:"harmless"`
+	DangerousCode   []string            `yaml:"dangerous_code"`
 	DangerousFlags  []string            `yaml:"dangerous_flags"`
 	InplaceFlags    []string            `yaml:"inplace_flags"`
 	ScriptArgs      []string            `yaml:"script_args"`
 	Commands        map[string]*Program `yaml:"commands"`
+	ScriptPrograms  map[string]string   `yaml:"script_programs"`
 
 	withArg, code, module, info, file, bad, inplace optSet
 }
@@ -243,7 +247,7 @@ type GenericRules struct {
 	ProdFlags    []string          `yaml:"prod_flags"`
 
 	confirm, dry, help, prod optSet
-	verbs              []keyReason
+	verbs                    []keyReason
 }
 
 // KVRules are key-value store clients (redis-cli …): the command given
@@ -612,6 +616,7 @@ func (f *FlagRule) compile(where, id string, i int) error {
 	}
 	f.set = newOptSet(f.Match)
 	f.req = newOptSet(f.Requires)
+	f.unless = newOptSet(f.Unless)
 	for j, v := range f.Values {
 		f.Values[j] = strings.ToLower(v)
 	}
@@ -661,6 +666,14 @@ func (p *Program) compile(where, id string) error {
 		}
 		for j, m := range a.Match {
 			a.Match[j] = strings.ToLower(m)
+		}
+	}
+	if p.DashDash != nil {
+		if err := checkLevel(p.DashDash.Level, where+".dashdash", false); err != nil {
+			return err
+		}
+		if p.DashDash.ID == "" {
+			p.DashDash.ID = p.id + "-dashdash"
 		}
 	}
 	if p.Deletes != nil {

@@ -418,3 +418,32 @@ func (r *Rules) scanLiterals(args []word) bool {
 	}
 	return false
 }
+
+// envFiltered: the whole environment piped into a filter for credentials
+// (env | grep -i token) prints them.
+func (w *walker) envFiltered(c *syntax.BinaryCmd) {
+	left, ok := c.X.Cmd.(*syntax.CallExpr)
+	right, ok2 := c.Y.Cmd.(*syntax.CallExpr)
+	if !ok || !ok2 || len(left.Args) == 0 || len(right.Args) < 2 {
+		return
+	}
+	switch viewWord(left.Args[0]).text {
+	case "env", "printenv", "set", "export", "declare", "typeset", "compgen":
+	default:
+		return
+	}
+	switch viewWord(right.Args[0]).text {
+	case "grep", "egrep", "fgrep", "rg", "ag", "awk", "sed":
+	default:
+		return
+	}
+	for _, a := range right.Args[1:] {
+		t := strings.ToLower(viewWord(a).text)
+		for _, k := range []string{"token", "secret", "key", "pass", "cred", "auth", "_pat", "session"} {
+			if strings.Contains(t, k) {
+				w.add(bot.Dangerous, withID("prints credentials from the environment ("+shorten(viewWord(left.Args[0]).text+" | "+viewWord(right.Args[0]).text)+")", "secrets:env-filter"))
+				return
+			}
+		}
+	}
+}

@@ -23,10 +23,10 @@ type walker struct {
 	// cwd is where relative paths are, as the shell's cd left it: "" the
 	// workspace, a relative path inside it, an absolute or ~ path, or
 	// unknownMark when it cannot be known (cd "$X", cd -).
-	cwd      string
-	dirs     []string          // pushd's stack
-	funcCwd  map[string]string // where calling a function leaves the shell
-	vars     map[string]string // variables set to plain text (f=.env)
+	cwd     string
+	dirs    []string          // pushd's stack
+	funcCwd map[string]string // where calling a function leaves the shell
+	vars    map[string]string // variables set to plain text (f=.env)
 
 	explain bool
 	span    string // the source of the command being judged, for Explain
@@ -139,6 +139,7 @@ func (w *walker) stmt(src string, s *syntax.Stmt, stdin in, cx ctx) {
 			w.cwd = saved
 			w.stmt(src, c.Y, pipeFrom(src, c.X), cx)
 			w.cwd = saved
+			w.envFiltered(c)
 			return
 		}
 		w.stmt(src, c.X, stdin, cx)
@@ -161,6 +162,18 @@ func (w *walker) stmt(src string, s *syntax.Stmt, stdin in, cx ctx) {
 		for _, a := range c.Args {
 			w.assign(src, a, cx)
 		}
+	case *syntax.LetClause:
+		for _, x := range c.Exprs {
+			syntax.Walk(x, func(n syntax.Node) bool {
+				if wd, ok := n.(*syntax.Word); ok {
+					if v := viewWord(wd); v.static && subscriptInjection(v.text) {
+						w.add(bot.Dangerous, withID("holds text that runs a command when bash evaluates it as an array subscript", "shell:subscript-injection"))
+					}
+				}
+				return true
+			})
+		}
+		w.nested(src, c, cx)
 	default:
 		w.nested(src, c, cx)
 	}
@@ -1018,6 +1031,13 @@ func (w *walker) interpreter(prog string, ip *Interpreter, args []word, stdin in
 		if positional == 1 && ip.Commands[t] != nil {
 			w.program(prog+" "+t, ip.Commands[t], args[i+1:], cx)
 			return
+		}
+		if sp := ip.ScriptPrograms[path.Base(t)]; sp != "" && positional == 1 && code == nil {
+			// a framework's task runner (php artisan, python manage.py)
+			if e, ok := w.r.lookup(sp); ok && e.kind == kProgram {
+				w.program(sp, e.prog, args[i+1:], cx)
+				return
+			}
 		}
 		if len(ip.ScriptArgs) > 0 && !ip.CodeFirst && !globAny(ip.ScriptArgs, strings.ToLower(t)) {
 			continue // a database name or URL, not a script (mongosh app)

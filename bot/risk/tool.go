@@ -3,6 +3,7 @@ package risk
 import (
 	"bytes"
 	"encoding/json"
+	"os"
 	"path/filepath"
 	"strings"
 
@@ -42,6 +43,18 @@ func (c *Classifier) ToolCall(tool string, input json.RawMessage, cwd string) bo
 	}
 	var v verdict
 	switch {
+	case t.Patch != "":
+		patch, ok, reason := stringField(fields, t.Patch)
+		if !ok && reason == "" {
+			patch, ok, reason = stringField(fields, "patch")
+		}
+		if reason != "" {
+			return dangerous(tool + " input: " + reason)
+		}
+		if !ok {
+			return dangerous(tool + " input has no " + t.Patch)
+		}
+		c.patchPaths(&v, patch, cwd)
 	case t.Command != "":
 		cmd, reason := commandField(fields, t.Command)
 		if reason != "" {
@@ -164,6 +177,16 @@ func workspacePath(p, cwd string) (string, bool) {
 }
 
 func (c *Classifier) readPath(v *verdict, p, cwd string) {
+	if real, ok := realTarget(p, cwd); ok {
+		if c.rules.sensitive(real) || c.rules.sensitive(filepath.ToSlash(real)) {
+			v.add(bot.Dangerous, withID("reads a sensitive path through a symlink ("+shorten(p)+" → "+shorten(real)+")", "tools:symlink"))
+			return
+		}
+		if _, inside := workspacePath(real, cwd); !inside {
+			v.add(bot.Caution, "reads outside the workspace through a symlink ("+shorten(p)+" → "+shorten(real)+")")
+			return
+		}
+	}
 	rel, inside := workspacePath(p, cwd)
 	if c.rules.sensitive(rel) || c.rules.sensitive(p) {
 		v.add(bot.Dangerous, "reads a sensitive path ("+shorten(p)+")")
@@ -176,7 +199,101 @@ func (c *Classifier) readPath(v *verdict, p, cwd string) {
 	v.add(bot.Caution, "reads outside the workspace ("+shorten(p)+")")
 }
 
+// patchPaths judges a Codex apply_patch patch by the files it touches.
+func (c *Classifier) patchPaths(v *verdict, patch, cwd string) {
+	s := strings.TrimSpace(patch)
+	if !strings.HasPrefix(s, "*** Begin Patch") {
+		v.add(bot.Dangerous, withID("apply_patch input is not a patch (no *** Begin Patch)", "tools:apply-patch-malformed"))
+		return
+	}
+	n := 0
+	for _, line := range strings.Split(s, "\n") {
+		line = strings.TrimRight(line, "\r")
+		for _, h := range []string{"*** Add File: ", "*** Update File: ", "*** Delete File: ", "*** Move to: "} {
+			if p, ok := strings.CutPrefix(line, h); ok {
+				p = strings.TrimSpace(p)
+				if p == "" {
+					v.add(bot.Dangerous, withID("apply_patch names an empty path", "tools:apply-patch-malformed"))
+					return
+				}
+				n++
+				c.writePath(v, p, cwd)
+			}
+		}
+	}
+	if n == 0 {
+		v.add(bot.Dangerous, withID("apply_patch touches no file it names", "tools:apply-patch-malformed"))
+	}
+}
+
 func (c *Classifier) writePath(v *verdict, p, cwd string) {
+	if real, ok := realTarget(p, cwd); ok {
+		// a symlink inside the workspace may point anywhere: judge where
+		// the write lands
+		c.writeResolved(v, p, real, cwd)
+		return
+	}
+	c.writeResolved(v, p, p, cwd)
+}
+
+// realTarget resolves symlinks in a path the agent names (against the
+// workspace, the nearest existing parent when the file is new). It
+// reports false when nothing resolves differently.
+func realTarget(p, cwd string) (string, bool) {
+	if cwd == "" || strings.HasPrefix(p, "~") || strings.HasPrefix(p, "$") {
+		return "", false
+	}
+	abs := p
+	if !filepath.IsAbs(abs) {
+		abs = filepath.Join(cwd, abs)
+	}
+	abs = filepath.Clean(abs)
+	rest := ""
+	dir := abs
+	for i := 0; i < 64; i++ {
+		if fi, err := os.Lstat(dir); err == nil && fi.Mode()&os.ModeSymlink != 0 {
+			if _, err := filepath.EvalSymlinks(dir); err != nil {
+				// a dangling link: follow it by hand
+				target, err := os.Readlink(dir)
+				if err != nil {
+					return "", false
+				}
+				if !filepath.IsAbs(target) {
+					target = filepath.Join(filepath.Dir(dir), target)
+				}
+				dir = filepath.Clean(target)
+				continue
+			}
+		}
+		if r, err := filepath.EvalSymlinks(dir); err == nil {
+			real := filepath.Join(r, rest)
+			rc, err := filepath.EvalSymlinks(filepath.Clean(cwd))
+			if err != nil {
+				rc = filepath.Clean(cwd)
+			}
+			// the workspace itself may sit behind a symlink (/tmp on macOS)
+			if rel, err := filepath.Rel(rc, real); err == nil && rel != ".." && !strings.HasPrefix(rel, "../") {
+				real = filepath.Join(filepath.Clean(cwd), rel)
+			}
+			if real == abs {
+				return "", false
+			}
+			return real, true
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			break
+		}
+		rest = filepath.Join(filepath.Base(dir), rest)
+		dir = parent
+	}
+	return "", false
+}
+
+func (c *Classifier) writeResolved(v *verdict, shown, p, cwd string) {
+	if shown != p {
+		v.add(bot.Caution, withID("writes through a symlink ("+shorten(shown)+" → "+shorten(p)+")", "tools:symlink"))
+	}
 	rel, inside := workspacePath(p, cwd)
 	if c.rules.sensitive(rel) || c.rules.sensitive(p) {
 		v.add(bot.Dangerous, "writes a sensitive path ("+shorten(p)+")")
@@ -188,6 +305,10 @@ func (c *Classifier) writePath(v *verdict, p, cwd string) {
 			v.add(bot.Dangerous, withID(r+" ("+shorten(p)+")", id))
 			return
 		}
+	}
+	if !inside && shown != p {
+		v.add(bot.Dangerous, withID("writes outside the workspace through a symlink ("+shorten(shown)+" → "+shorten(p)+")", "tools:symlink-outside"))
+		return
 	}
 	if !inside {
 		sp := splitPath(filepath.ToSlash(p))
