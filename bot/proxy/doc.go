@@ -1,0 +1,19 @@
+// Package proxy is signoff's egress proxy (DESIGN 1.6): an HTTP forward
+// proxy on net/http that an agent's sandbox reaches through HTTPS_PROXY
+// and HTTP_PROXY. CONNECT tunnels are let through when the current policy
+// revision opens the host and port; plain HTTP when it also allows the
+// method and path. Everything else gets 403 with a body naming the draft
+// request it filed and how to ask for more.
+//
+// It owns the proxy's bounds (timeouts, a connection limit, idle tunnels
+// closed), the loopback rule (a destination is dialed only at the address
+// its name resolved to when the check was made; a loopback address only
+// when the policy names a loopback host itself, so nothing else on
+// loopback — the gateway's own port included — is reachable, and the
+// proxy never dials itself), and naming the program behind a loopback
+// client from /proc/net/tcp and /proc/*/fd on Linux.
+//
+// It learns the policy from a Source (the gateway's API, long-polled so a
+// new revision applies the moment it is published) and imports only bot
+// and bot/netpolicy.
+package proxy
