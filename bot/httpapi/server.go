@@ -46,6 +46,8 @@ type Server struct {
 	// Auth checks bearer tokens. Nil: calls from loopback need no token
 	// and all others are refused (tests; the embedded default).
 	Auth *Auth
+	// Network serves the network routes (network.go); nil: none.
+	Network Network
 }
 
 // Handler returns the API's routes, each behind its Access (auth.go).
@@ -69,6 +71,7 @@ func (s *Server) routes() *Mux {
 	})
 	mux.HandleFunc("GET /readyz", Public, s.ready)
 	s.tokenRoutes(mux)
+	s.networkRoutes(mux)
 	if s.Metrics != nil {
 		mux.Handle("GET /metrics", Public, s.Metrics)
 	}

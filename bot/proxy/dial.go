@@ -22,11 +22,13 @@ func (p *Proxy) dial(ctx context.Context, host string, port int) (net.Conn, erro
 	if a, err := netip.ParseAddr(host); err == nil {
 		addrs = []netip.Addr{a}
 	} else {
-		res := p.Resolver
-		if res == nil {
-			res = net.DefaultResolver
+		lookup := p.Lookup
+		if lookup == nil {
+			lookup = func(ctx context.Context, host string) ([]netip.Addr, error) {
+				return net.DefaultResolver.LookupNetIP(ctx, "ip", host)
+			}
 		}
-		ips, err := res.LookupNetIP(ctx, "ip", host)
+		ips, err := lookup(ctx, host)
 		if err != nil {
 			return nil, fmt.Errorf("cannot resolve %s: %v", host, unwrapDNS(err))
 		}

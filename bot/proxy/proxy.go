@@ -39,8 +39,8 @@ type Proxy struct {
 	// Identify names the program behind a client connection; nil: the
 	// /proc lookup for loopback clients (Linux), else "".
 	Identify func(client, server net.Addr) string
-	// Resolver looks names up (nil: net.DefaultResolver).
-	Resolver *net.Resolver
+	// Lookup resolves a name (nil: net.DefaultResolver.LookupNetIP).
+	Lookup func(ctx context.Context, host string) ([]netip.Addr, error)
 
 	DialTimeout time.Duration // default 10s
 	TunnelIdle  time.Duration // an idle tunnel is closed after this (default 5m)
@@ -51,6 +51,8 @@ type Proxy struct {
 	self   atomic.Pointer[netip.AddrPort]
 	loaded chan struct{}
 	once   sync.Once
+	tOnce  sync.Once
+	t      *http.Transport
 }
 
 func (p *Proxy) log() *slog.Logger {
@@ -254,12 +256,20 @@ func (p *Proxy) splice(a, b net.Conn) {
 	wg.Add(2)
 	cp := func(dst, src net.Conn) {
 		defer wg.Done()
-		buf := make([]byte, 32<<10)
+		bp := bufPool.Get().(*[]byte)
+		defer bufPool.Put(bp)
+		buf := *bp
+		// Deadlines are pushed out at most once a second: a syscall per
+		// read would halve the throughput.
+		var last time.Time
 		for {
-			src.SetReadDeadline(time.Now().Add(p.TunnelIdle))
+			if now := time.Now(); now.Sub(last) > time.Second {
+				last = now
+				src.SetReadDeadline(now.Add(p.TunnelIdle))
+				dst.SetWriteDeadline(now.Add(p.TunnelIdle))
+			}
 			n, err := src.Read(buf)
 			if n > 0 {
-				dst.SetWriteDeadline(time.Now().Add(p.TunnelIdle))
 				if _, werr := dst.Write(buf[:n]); werr != nil {
 					break
 				}
@@ -281,6 +291,14 @@ func (p *Proxy) splice(a, b net.Conn) {
 	a.Close()
 	b.Close()
 }
+
+var bufPool = sync.Pool{New: func() any { b := make([]byte, 64<<10); return &b }}
+
+// poolBuffers lends ReverseProxy its copy buffers.
+type poolBuffers struct{}
+
+func (poolBuffers) Get() []byte  { return *bufPool.Get().(*[]byte) }
+func (poolBuffers) Put(b []byte) { bufPool.Put(&b) }
 
 // hopHeaders are not forwarded (RFC 9110 7.6.1); ReverseProxy drops the
 // standard ones, these are the proxy's own.
@@ -332,19 +350,35 @@ func (p *Proxy) forward(w http.ResponseWriter, r *http.Request) {
 				pr.Out.Header.Del(h)
 			}
 		},
-		Transport: &http.Transport{
-			DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
-				return p.dial(ctx, host, port)
-			},
-			ResponseHeaderTimeout:  time.Minute,
-			DisableKeepAlives:      true,
-			MaxResponseHeaderBytes: 1 << 20,
-		},
+		Transport:  p.transport(),
+		BufferPool: poolBuffers{},
 		ErrorHandler: func(w http.ResponseWriter, r *http.Request, err error) {
 			http.Error(w, "signoff proxy: "+err.Error()+"\n", http.StatusBadGateway)
 		},
 	}
 	rp.ServeHTTP(w, r)
+}
+
+// transport is shared by every forwarded call, so connections to an
+// upstream are reused; it dials only the host:port that was checked (the
+// rewritten URL's), through dial.
+func (p *Proxy) transport() *http.Transport {
+	p.tOnce.Do(func() {
+		p.t = &http.Transport{
+			DialContext: func(ctx context.Context, _, addr string) (net.Conn, error) {
+				host, port, err := netpolicy.SplitHostPort(addr, 0)
+				if err != nil {
+					return nil, err
+				}
+				return p.dial(ctx, host, port)
+			},
+			ResponseHeaderTimeout:  time.Minute,
+			MaxIdleConnsPerHost:    8,
+			IdleConnTimeout:        90 * time.Second,
+			MaxResponseHeaderBytes: 1 << 20,
+		}
+	})
+	return p.t
 }
 
 // cleanPath makes a refused path something a request may name: no *,
