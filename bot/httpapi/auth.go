@@ -327,12 +327,19 @@ func bodyInScope(w http.ResponseWriter, r *http.Request, t *tokens.Token, a Acce
 // burst of bad tokens from one address answers 429 without auditing each.
 func (s *Server) refuse(w http.ResponseWriter, r *http.Request, t *tokens.Token, a Access, err error) {
 	code := bot.ErrorCode(err)
+	audit := code == bot.EUnauthorized || code == bot.EForbidden
 	if code == bot.EUnauthorized && s.Auth != nil && !s.Auth.allowFailure(peer(r), s.now()) {
-		w.Header().Set("Retry-After", fmt.Sprint(int(failEvery.Seconds())))
-		writeJSON(w, http.StatusTooManyRequests, ErrorBody{Error: "too many calls with a bad or missing token from this address; wait and retry with a valid one", Code: "rate_limited"})
-		return
+		if r.Header.Get("Authorization") != "" {
+			// Someone trying tokens: slow them down.
+			w.Header().Set("Retry-After", fmt.Sprint(int(failEvery.Seconds())))
+			writeJSON(w, http.StatusTooManyRequests, ErrorBody{Error: "too many calls with a bad token from this address; wait and retry with a valid one", Code: "rate_limited"})
+			return
+		}
+		// A client without a token guesses nothing: it gets its 401, but a
+		// flood of them is not audited call by call.
+		audit = false
 	}
-	if code == bot.EUnauthorized || code == bot.EForbidden {
+	if audit {
 		s.auditRefusal(r, t, a, err)
 	}
 	if code == bot.EUnauthorized {

@@ -21,6 +21,8 @@ type Client struct {
 	// WithdrawOnDisconnect marks this client as the requester: should it
 	// go away mid-wait, the gateway withdraws the request.
 	WithdrawOnDisconnect bool
+	// Token, when set, is sent as "Authorization: Bearer <Token>".
+	Token string
 }
 
 var _ bot.Service = (*Client)(nil)
@@ -37,6 +39,9 @@ func (c *Client) do(ctx context.Context, method, path, contentType string, body 
 	}
 	if body != nil {
 		req.Header.Set("Content-Type", contentType)
+	}
+	if c.Token != "" {
+		req.Header.Set("Authorization", "Bearer "+c.Token)
 	}
 	hc := c.HTTP
 	if hc == nil {

@@ -30,6 +30,11 @@ type config struct {
 	// personas it loaded (an empty restart is noticed and reloaded).
 	StoreCheck time.Duration `split_words:"true" default:"1s" desc:"how often serve checks Redis still holds its personas"`
 
+	Token         secret `desc:"the bearer token the CLI, hook and MCP server send"`
+	TokenFile     string `split_words:"true" desc:"file holding that token, mode 0600 (default: user config dir/signoff/token if present)"`
+	TokenSecret   secret `split_words:"true" desc:"key of the tokens' stored hashes (default: kept in the data dir)"`
+	RequireTokens onOff  `split_words:"true" desc:"true: refuse calls without a token even on loopback"`
+
 	SlackBotToken      secret `split_words:"true"`
 	SlackAppToken      secret `split_words:"true"`
 	SlackSigningSecret secret `split_words:"true"`
@@ -63,6 +68,9 @@ func loadConfig() (*config, error) {
 		c.AuditPath = filepath.Join(c.DataDir, "audit.jsonl")
 	}
 	c.URL = strings.TrimRight(c.URL, "/")
+	if err := c.resolveToken(); err != nil {
+		return nil, err
+	}
 	return &c, nil
 }
 

@@ -53,6 +53,9 @@ func gateway(t *testing.T, persona string) (ownerKeyFile string) {
 	t.Setenv("SIGNOFF_PERSONAS", personas)
 	t.Setenv("SIGNOFF_REDIS_URL", "")
 	t.Setenv("SIGNOFF_KEY", ownerKeyFile)
+	t.Setenv("SIGNOFF_TOKEN", "")
+	t.Setenv("SIGNOFF_TOKEN_FILE", "")
+	t.Setenv("SIGNOFF_REQUIRE_TOKENS", "")
 
 	ctx, cancel := context.WithCancel(context.Background())
 	addr := make(chan string, 1)
@@ -63,6 +66,7 @@ func gateway(t *testing.T, persona string) (ownerKeyFile string) {
 	select {
 	case s := <-addr:
 		t.Setenv("SIGNOFF_URL", "http://"+s)
+		useToken(t) // every e2e test runs with tokens on
 	case code := <-done:
 		t.Fatalf("serve exited %d:\n%s", code, logs)
 	case <-time.After(10 * time.Second):

@@ -40,7 +40,7 @@ func execCommand(ctx context.Context, a *app, args []string) int {
 	if n.Persona == "" {
 		n.Persona = cfg.Persona
 	}
-	client := requester(cfg.URL)
+	client := requester(cfg)
 	if risk.Level == bot.Caution {
 		// Runs at once, logged to the gateway's audit when it is reachable;
 		// a gateway whose rules call it dangerous makes it ask after all.

@@ -41,6 +41,7 @@ func background(stdin io.Reader, args ...string) <-chan result {
 func awaitPending(t *testing.T) *bot.Request {
 	t.Helper()
 	c := httpapi.NewClient(os.Getenv("SIGNOFF_URL"))
+	c.Token = os.Getenv("SIGNOFF_TOKEN")
 	deadline := time.Now().Add(10 * time.Second)
 	for time.Now().Before(deadline) {
 		rs, err := c.List(context.Background(), bot.Filter{Status: bot.Pending})
@@ -64,6 +65,7 @@ func awaitPending(t *testing.T) *bot.Request {
 func awaitNonePending(t *testing.T) {
 	t.Helper()
 	c := httpapi.NewClient(os.Getenv("SIGNOFF_URL"))
+	c.Token = os.Getenv("SIGNOFF_TOKEN")
 	deadline := time.Now().Add(10 * time.Second)
 	for {
 		rs, err := c.List(context.Background(), bot.Filter{Status: bot.Pending})

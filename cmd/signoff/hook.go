@@ -43,7 +43,7 @@ func hook(ctx context.Context, a *app, args []string) int {
 	if err != nil {
 		return hookDeny(a, err.Error()+"; not allowed")
 	}
-	h.Classifier, h.Gateway, h.Persona = c, requester(cfg.URL), *persona
+	h.Classifier, h.Gateway, h.Persona = c, requester(cfg), *persona
 	if h.Persona == "" {
 		h.Persona = cfg.Persona
 	}

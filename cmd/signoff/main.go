@@ -31,6 +31,8 @@ usage:
   signoff exec [--persona P] -- CMD…         run; ask first when dangerous
   signoff hook claude-code                   Claude Code PreToolUse hook (JSON on stdin)
   signoff mcp                                MCP server on stdio (request_approval, classify)
+  signoff tokens [create|revoke]             list, make (printed once) and revoke API tokens
+  signoff ext install MANIFEST [--yes]       show what an extension asks for, then make its token
 
 Exit codes: 0 approved / ok, 1 denied, expired or check failed, 2 usage or server error.
 Configuration comes from SIGNOFF_* environment variables; see the README.

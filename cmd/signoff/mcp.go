@@ -31,7 +31,7 @@ func mcpServe(ctx context.Context, a *app, args []string) int {
 		*persona = cfg.Persona
 	}
 	s := agent.NewMCPServer(agent.MCPOptions{
-		Gateway: requester(cfg.URL), Classifier: c, Persona: *persona, LockPersona: locked, Logger: log,
+		Gateway: requester(cfg), Classifier: c, Persona: *persona, LockPersona: locked, Logger: log,
 	})
 	stdin := a.stdin
 	if stdin == nil {

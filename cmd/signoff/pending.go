@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/signoff/signoff/bot"
-	"github.com/signoff/signoff/bot/httpapi"
 )
 
 func init() { commands["pending"] = pending }
@@ -22,7 +21,7 @@ func pending(ctx context.Context, a *app, args []string) int {
 	if err != nil {
 		return a.fail(err)
 	}
-	rs, err := httpapi.NewClient(cfg.URL).List(ctx, bot.Filter{Status: bot.Pending})
+	rs, err := cfg.client().List(ctx, bot.Filter{Status: bot.Pending})
 	if err != nil {
 		return a.fail(err)
 	}

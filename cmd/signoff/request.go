@@ -47,7 +47,7 @@ func request(ctx context.Context, a *app, args []string) int {
 	if n.Persona == "" {
 		n.Persona = cfg.Persona
 	}
-	code, _ := ask(ctx, a, requester(cfg.URL), n)
+	code, _ := ask(ctx, a, requester(cfg), n)
 	return code
 }
 

@@ -104,6 +104,10 @@ func serve(ctx context.Context, a *app, args []string) int {
 	defer audit.Close()
 	audit.Mirror = store.AppendAudit
 	log.Info("audit log", "path", cfg.AuditPath)
+	auth, err := serveAuth(ctx, cfg, store, audit, log)
+	if err != nil {
+		return a.fail(err)
+	}
 
 	classifier, err := loadClassifier(cfg.Rules)
 	if err != nil {
@@ -151,6 +155,7 @@ func serve(ctx context.Context, a *app, args []string) int {
 		Metrics: promhttp.HandlerFor(reg, promhttp.HandlerOpts{}),
 		Extra:   plat.handlers,
 		Logger:  log,
+		Auth:    auth,
 	}
 	ln, err := net.Listen("tcp", cfg.Listen)
 	if err != nil {

@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/signoff/signoff/bot"
-	"github.com/signoff/signoff/bot/httpapi"
 	"github.com/signoff/signoff/signing"
 )
 
@@ -48,7 +47,7 @@ func vote(ctx context.Context, a *app, args []string, c bot.Choice) int {
 		return a.failf("key file %s: %v", path, err)
 	}
 
-	client := httpapi.NewClient(cfg.URL)
+	client := cfg.client()
 	r, err := client.Get(ctx, fs.Arg(0))
 	if err != nil {
 		return a.fail(err)

@@ -15,8 +15,8 @@ func init() { commands["withdraw"] = withdraw }
 // SIGKILL, which it cannot catch — the gateway withdraws its request once
 // its long-poll has been gone for the grace period. Ctrl-C and SIGTERM
 // withdraw at once (agent.Await).
-func requester(url string) *httpapi.Client {
-	c := httpapi.NewClient(url)
+func requester(cfg *config) *httpapi.Client {
+	c := cfg.client()
 	c.WithdrawOnDisconnect = true
 	return c
 }
@@ -36,7 +36,7 @@ func withdraw(ctx context.Context, a *app, args []string) int {
 	if err != nil {
 		return a.fail(err)
 	}
-	r, err := httpapi.NewClient(cfg.URL).Withdraw(ctx, fs.Arg(0), *reason)
+	r, err := cfg.client().Withdraw(ctx, fs.Arg(0), *reason)
 	if err != nil {
 		if bot.ErrorCode(err) == bot.EConflict {
 			fmt.Fprintf(a.stderr, "signoff: %s\n", bot.ErrorMessage(err))

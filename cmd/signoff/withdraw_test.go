@@ -103,6 +103,7 @@ func (e everywhere) withdrawn(t *testing.T, id, slackTS, discordID string, withi
 	ctx, cancel := context.WithTimeout(context.Background(), within)
 	defer cancel()
 	c := httpapi.NewClient(os.Getenv("SIGNOFF_URL"))
+	c.Token = os.Getenv("SIGNOFF_TOKEN")
 	var r *bot.Request
 	for {
 		var err error

@@ -162,13 +162,19 @@ func (s *Store) TouchToken(ctx context.Context, id string, at time.Time) error {
 }
 
 // TokenSecretFingerprint stores fp as the fingerprint of the secret the
-// tokens are hashed with, unless one is stored; it returns the stored one.
+// tokens are hashed with, unless one is stored (fp "" only reads); it
+// returns the stored one.
 // A replica whose secret's fingerprint differs would refuse every token.
 func (s *Store) TokenSecretFingerprint(ctx context.Context, fp string) (string, error) {
-	if err := s.rdb.SetNX(ctx, s.tokenSecret(), fp, 0).Err(); err != nil {
-		return "", unavailable("token secret", err)
+	if fp != "" {
+		if err := s.rdb.SetNX(ctx, s.tokenSecret(), fp, 0).Err(); err != nil {
+			return "", unavailable("token secret", err)
+		}
 	}
 	got, err := s.rdb.Get(ctx, s.tokenSecret()).Result()
+	if err == goredis.Nil {
+		return "", nil
+	}
 	if err != nil {
 		return "", unavailable("token secret", err)
 	}

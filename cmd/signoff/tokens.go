@@ -1,0 +1,399 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/netip"
+	"os"
+	"path/filepath"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/signoff/signoff/bot/httpapi"
+	"github.com/signoff/signoff/bot/tokens"
+	qredis "github.com/signoff/signoff/quorum/redis"
+	"github.com/signoff/signoff/signing"
+)
+
+func init() { commands["tokens"] = tokensCmd }
+
+const tokensUsage = `usage:
+  signoff tokens [--json]                       list tokens (name, scopes, personas, created, last used, expires)
+  signoff tokens create --name N --scopes S,… [--personas P,…] [--expires 30d] [--json]
+                                                make a token; it is printed once, alone on the last line
+  signoff tokens revoke NAME                    end a token at once, on every replica
+scopes: ` + "request, check, read:requests, classify, net:request, publish, admin"
+
+func tokensCmd(ctx context.Context, a *app, args []string) int {
+	if len(args) > 0 {
+		switch args[0] {
+		case "create":
+			return tokensCreate(ctx, a, args[1:])
+		case "revoke":
+			return tokensRevoke(ctx, a, args[1:])
+		case "list":
+			args = args[1:]
+		case "-h", "--help", "help":
+			fmt.Fprintln(a.stdout, tokensUsage)
+			return 0
+		default:
+			if !strings.HasPrefix(args[0], "-") {
+				return a.failf("unknown tokens command %q\n%s", args[0], tokensUsage)
+			}
+		}
+	}
+	fs := a.flags("tokens", "tokens [--json]")
+	asJSON := fs.Bool("json", false, "print JSON")
+	if code, ok := parse(fs, args); !ok {
+		return code
+	}
+	cfg, err := loadConfig()
+	if err != nil {
+		return a.fail(err)
+	}
+	adm, done, err := tokenAdmin(ctx, cfg)
+	if err != nil {
+		return a.fail(err)
+	}
+	defer done()
+	ts, err := adm.Tokens(ctx)
+	if err != nil {
+		return a.fail(err)
+	}
+	printTokens(a, ts, *asJSON, false)
+	return 0
+}
+
+func printTokens(a *app, ts []*tokens.Token, asJSON, ext bool) {
+	if asJSON {
+		if ts == nil {
+			ts = []*tokens.Token{}
+		}
+		json.NewEncoder(a.stdout).Encode(map[string]any{"tokens": ts})
+		return
+	}
+	if len(ts) == 0 {
+		fmt.Fprintln(a.stderr, "no tokens (signoff tokens create --name me --scopes admin)")
+		return
+	}
+	now := time.Now()
+	tw := tabwriter.NewWriter(a.stdout, 0, 4, 2, ' ', 0)
+	if ext {
+		fmt.Fprintln(tw, "EXTENSION\tSCOPES\tNETWORK\tPERSONAS\tCREATED\tLAST USED\tEXPIRES")
+	} else {
+		fmt.Fprintln(tw, "NAME\tSCOPES\tPERSONAS\tCREATED\tLAST USED\tEXPIRES")
+	}
+	for _, t := range ts {
+		personas := strings.Join(t.Personas, ",")
+		if personas == "" {
+			personas = "any"
+		}
+		used := "never"
+		if !t.LastUsed.IsZero() {
+			used = t.LastUsed.Local().Format("2006-01-02 15:04")
+		}
+		exp := "never"
+		if !t.Expires.IsZero() {
+			exp = t.Expires.Local().Format("2006-01-02 15:04")
+			if t.Expired(now) {
+				exp += " (expired)"
+			}
+		}
+		created := t.Created.Local().Format("2006-01-02 15:04")
+		if ext {
+			net := strings.Join(t.Network, ",")
+			if net == "" {
+				net = "-"
+			}
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", t.Name, tokens.Join(t.Scopes), net, personas, created, used, exp)
+		} else {
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", t.Name, tokens.Join(t.Scopes), personas, created, used, exp)
+		}
+	}
+	tw.Flush()
+}
+
+func tokensCreate(ctx context.Context, a *app, args []string) int {
+	fs := a.flags("tokens create", "tokens create --name N --scopes S,… [--personas P,…] [--expires 30d] [--json]")
+	name := fs.String("name", "", "the token's name (a-z, 0-9, '.', '_', '-')")
+	scopes := fs.String("scopes", "", "comma-separated: request, check, read:requests, classify, net:request, publish, admin")
+	personas := fs.String("personas", "", "comma-separated personas it may act for (default: any)")
+	expires := fs.String("expires", "", "expiry such as 30d, 12h (default: never)")
+	asJSON := fs.Bool("json", false, `print {"name":…,"token":…}`)
+	if code, ok := parse(fs, args); !ok {
+		return code
+	}
+	if fs.NArg() > 0 {
+		return a.failf("tokens create takes flags only (got %q)", fs.Arg(0))
+	}
+	if *name == "" || *scopes == "" {
+		return a.failf("tokens create needs --name and --scopes (e.g. --name ci-agent --scopes request,check)")
+	}
+	n := httpapi.NewToken{Name: *name, Scopes: splitList(*scopes), Personas: splitList(*personas), Expires: *expires}
+	if _, err := n.Spec(); err != nil { // say what is wrong before reaching anything
+		return a.fail(err)
+	}
+	cfg, err := loadConfig()
+	if err != nil {
+		return a.fail(err)
+	}
+	return createAndPrint(ctx, a, cfg, n, *asJSON)
+}
+
+// createAndPrint makes the token and prints it once, alone on the last
+// line of stdout (what a script captures); the rest goes to stderr.
+func createAndPrint(ctx context.Context, a *app, cfg *config, n httpapi.NewToken, asJSON bool) int {
+	adm, done, err := tokenAdmin(ctx, cfg)
+	if err != nil {
+		return a.fail(err)
+	}
+	defer done()
+	out, err := adm.CreateToken(ctx, n)
+	if err != nil {
+		return a.fail(err)
+	}
+	if asJSON {
+		json.NewEncoder(a.stdout).Encode(map[string]string{"name": out.Name, "token": out.Token})
+		return 0
+	}
+	t := out.Record
+	desc := "scopes " + tokens.Join(t.Scopes)
+	if len(t.Personas) > 0 {
+		desc += "; only for persona " + strings.Join(t.Personas, ", ")
+	}
+	if !t.Expires.IsZero() {
+		desc += "; expires " + t.Expires.Local().Format(time.RFC3339)
+	}
+	fmt.Fprintf(a.stderr, "token %q created (%s).\nIt is shown this once and only its hash is kept: give it to its holder as SIGNOFF_TOKEN, or in a file of mode 0600 named by SIGNOFF_TOKEN_FILE.\n", t.Name, desc)
+	fmt.Fprintln(a.stdout, out.Token)
+	return 0
+}
+
+func tokensRevoke(ctx context.Context, a *app, args []string) int {
+	fs := a.flags("tokens revoke", "tokens revoke NAME")
+	if code, ok := parse(fs, args); !ok {
+		return code
+	}
+	if fs.NArg() != 1 {
+		return a.failf("usage: signoff tokens revoke NAME")
+	}
+	cfg, err := loadConfig()
+	if err != nil {
+		return a.fail(err)
+	}
+	adm, done, err := tokenAdmin(ctx, cfg)
+	if err != nil {
+		return a.fail(err)
+	}
+	defer done()
+	if err := adm.RevokeToken(ctx, fs.Arg(0)); err != nil {
+		return a.fail(err)
+	}
+	fmt.Fprintf(a.stderr, "token %q revoked: every replica refuses it from now on\n", fs.Arg(0))
+	return 0
+}
+
+func splitList(s string) []string {
+	var out []string
+	for _, f := range strings.Split(s, ",") {
+		if f = strings.TrimSpace(f); f != "" {
+			out = append(out, f)
+		}
+	}
+	return out
+}
+
+// admin is where token commands go: the gateway's API, or straight to
+// the store when SIGNOFF_REDIS_URL names it (how the first token is made
+// for a gateway that is not on this machine).
+type admin interface {
+	CreateToken(ctx context.Context, n httpapi.NewToken) (httpapi.CreatedToken, error)
+	Tokens(ctx context.Context) ([]*tokens.Token, error)
+	RevokeToken(ctx context.Context, name string) error
+}
+
+func tokenAdmin(ctx context.Context, cfg *config) (admin, func(), error) {
+	if cfg.RedisURL == "" {
+		return cfg.client(), func() {}, nil
+	}
+	rdb, err := qredis.Open(cfg.RedisURL)
+	if err != nil {
+		return nil, nil, err
+	}
+	store := qredis.New(rdb, "signoff")
+	k, err := tokenSecret(ctx, cfg, store)
+	if err != nil {
+		rdb.Close()
+		return nil, nil, err
+	}
+	return &storeAdmin{store: store, secret: k}, func() { rdb.Close() }, nil
+}
+
+// storeAdmin manages tokens on the store directly.
+type storeAdmin struct {
+	store  *qredis.Store
+	secret tokens.Secret
+}
+
+func (s *storeAdmin) CreateToken(ctx context.Context, n httpapi.NewToken) (httpapi.CreatedToken, error) {
+	spec, err := n.Spec()
+	if err != nil {
+		return httpapi.CreatedToken{}, err
+	}
+	plain, t, err := tokens.New(s.secret, spec, time.Now())
+	if err != nil {
+		return httpapi.CreatedToken{}, err
+	}
+	if err := s.store.CreateToken(ctx, t); err != nil {
+		return httpapi.CreatedToken{}, err
+	}
+	return httpapi.CreatedToken{Name: t.Name, Token: plain, Record: t}, nil
+}
+
+func (s *storeAdmin) Tokens(ctx context.Context) ([]*tokens.Token, error) {
+	return s.store.Tokens(ctx)
+}
+
+func (s *storeAdmin) RevokeToken(ctx context.Context, name string) error {
+	_, err := s.store.RevokeToken(ctx, name)
+	return err
+}
+
+// tokenSecret is SIGNOFF_TOKEN_SECRET, or the one kept in the data dir
+// (made on first use), checked against the fingerprint the store keeps so
+// that replicas with different secrets are caught at start.
+func tokenSecret(ctx context.Context, cfg *config, store *qredis.Store) (tokens.Secret, error) {
+	var k tokens.Secret
+	path := filepath.Join(cfg.DataDir, "token.secret")
+	if cfg.TokenSecret != "" {
+		var err error
+		if k, err = tokens.ParseSecret(string(cfg.TokenSecret)); err != nil {
+			return nil, fmt.Errorf("SIGNOFF_TOKEN_SECRET: %w", err)
+		}
+		path = "SIGNOFF_TOKEN_SECRET"
+	} else {
+		stored, err := store.TokenSecretFingerprint(ctx, "")
+		if err != nil {
+			return nil, err
+		}
+		if _, statErr := os.Stat(path); errors.Is(statErr, os.ErrNotExist) && stored != "" {
+			return nil, fmt.Errorf("the store's tokens were made with a token secret this machine does not have (%s is missing): set SIGNOFF_TOKEN_SECRET to the gateway's, or copy its token.secret", path)
+		}
+		if k, _, err = tokens.LoadOrCreateSecret(path); err != nil {
+			return nil, err
+		}
+	}
+	stored, err := store.TokenSecretFingerprint(ctx, k.Fingerprint())
+	if err != nil {
+		return nil, err
+	}
+	if stored != k.Fingerprint() {
+		return nil, fmt.Errorf("the token secret (%s) is not the one the store's tokens were made with: every replica and `tokens create` on the store need the same SIGNOFF_TOKEN_SECRET", path)
+	}
+	return k, nil
+}
+
+// onOff is a yes/no setting; empty is no (an empty variable in a compose
+// file should not stop the gateway with a parse error).
+type onOff bool
+
+// Decode implements envconfig.Decoder.
+func (o *onOff) Decode(v string) error {
+	switch strings.ToLower(strings.TrimSpace(v)) {
+	case "", "0", "false", "no", "off":
+		*o = false
+	case "1", "true", "yes", "on":
+		*o = true
+	default:
+		return fmt.Errorf("%q is not true or false", v)
+	}
+	return nil
+}
+
+// resolveToken fills Token from SIGNOFF_TOKEN_FILE, or the default token
+// file when it exists, unless SIGNOFF_TOKEN is set.
+func (c *config) resolveToken() error {
+	if c.Token != "" {
+		return nil
+	}
+	path := c.TokenFile
+	if path == "" {
+		d, err := os.UserConfigDir()
+		if err != nil {
+			return nil
+		}
+		path = filepath.Join(d, "signoff", "token")
+		if _, err := os.Stat(path); err != nil {
+			return nil
+		}
+	}
+	tok, err := tokens.ReadTokenFile(path)
+	if err != nil {
+		return err
+	}
+	c.Token = secret(tok)
+	return nil
+}
+
+// client reaches the gateway at SIGNOFF_URL with the configured token.
+func (c *config) client() *httpapi.Client {
+	cl := httpapi.NewClient(c.URL)
+	cl.Token = string(c.Token)
+	return cl
+}
+
+// serveAuth is serve's token set-up and its start-up rules: on loopback
+// with no token the API stays open and says so; any other listen address
+// needs SIGNOFF_REQUIRE_TOKENS=true or an admin token, or serve refuses.
+func serveAuth(ctx context.Context, cfg *config, store *qredis.Store, audit *signing.AuditLog, log *slog.Logger) (*httpapi.Auth, error) {
+	k, err := tokenSecret(ctx, cfg, store)
+	if err != nil {
+		return nil, err
+	}
+	ts, err := store.Tokens(ctx)
+	if err != nil {
+		return nil, err
+	}
+	admins := 0
+	for _, t := range ts {
+		if t.Has(tokens.Admin) && !t.Expired(time.Now()) {
+			admins++
+		}
+	}
+	local := loopbackAddr(cfg.Listen)
+	if !local && !bool(cfg.RequireTokens) && admins == 0 {
+		return nil, fmt.Errorf("SIGNOFF_LISTEN=%s is reachable from other machines and no admin token exists, so the API would be open to them.\n"+
+			"Either set SIGNOFF_REQUIRE_TOKENS=true and create the first token from this machine once serve runs:\n"+
+			"  signoff tokens create --name admin --scopes admin\n"+
+			"or create it on the store first: SIGNOFF_REDIS_URL=… signoff tokens create --name admin --scopes admin", cfg.Listen)
+	}
+	au := &httpapi.Auth{Tokens: store, Secret: k, Require: bool(cfg.RequireTokens) || !local, Audit: audit}
+	switch {
+	case len(ts) == 0 && !au.Require:
+		log.Warn("API open: no token exists, so calls from this machine need none (loopback only). Create one to close it: signoff tokens create --name me --scopes admin")
+	case len(ts) == 0:
+		log.Warn("tokens required and none exists yet: create the first from this machine: signoff tokens create --name admin --scopes admin")
+	default:
+		log.Info("tokens required", "tokens", len(ts), "admin tokens", admins)
+	}
+	return au, nil
+}
+
+// loopbackAddr reports whether a listen address is reachable only from
+// this machine.
+func loopbackAddr(listen string) bool {
+	host, _, err := net.SplitHostPort(listen)
+	if err != nil {
+		return false
+	}
+	if host == "localhost" {
+		return true
+	}
+	ip, err := netip.ParseAddr(host)
+	return err == nil && ip.IsLoopback()
+}
