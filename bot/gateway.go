@@ -411,7 +411,7 @@ func (g *Gateway) CastVote(ctx context.Context, b Ballot) (VoteOutcome, error) {
 	if out.Recorded {
 		g.audit(ctx, AuditEntry{Type: "vote", RequestID: b.RequestID, Data: voteRecord{
 			Voter: b.Voter, Choice: b.Choice, Proof: b.Proof, At: b.At.UTC(),
-			Result: out.Result, Why: out.Reason, Status: out.Status,
+			Result: out.Result, Why: out.Reason, Status: out.Status, Reason: b.Reason,
 		}, Evidence: b.Evidence})
 	}
 	if out.Decided {
@@ -448,6 +448,7 @@ type voteRecord struct {
 	Result Result    `json:"result"`
 	Why    string    `json:"why,omitempty"`
 	Status Status    `json:"status"`
+	Reason string    `json:"reason,omitempty"` // what the voter said
 }
 
 // decided runs once per decision, on the gateway that made it: wake local

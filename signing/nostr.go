@@ -96,6 +96,7 @@ func (r *Reaction) Ballot(raw []byte) bot.Ballot {
 		Proof:    bot.ProofSigned,
 		DedupKey: "nostr:" + r.Event.ID,
 		Evidence: json.RawMessage(raw),
+		Reason:   r.Reason(),
 	}
 }
 

@@ -126,7 +126,9 @@ func (a *Adapter) newSession() (*discordgo.Session, error) {
 	// discordgo would print to the standard logger; connection changes
 	// and REST failures are logged here, with slog, instead.
 	s.LogLevel = discordgo.LogError - 1
-	s.Identify.Intents = discordgo.IntentsGuildMessageReactions | discordgo.IntentsDirectMessageReactions
+	// Guild messages (not privileged) bring replies to the request
+	// messages: their content arrives because a reply pings the bot.
+	s.Identify.Intents = discordgo.IntentsGuildMessageReactions | discordgo.IntentsDirectMessageReactions | discordgo.IntentsGuildMessages
 	s.AddHandler(a.onEvent)
 	s.AddHandler(func(*discordgo.Session, *discordgo.Disconnect) {
 		select {

@@ -151,7 +151,7 @@ func (a *Adapter) onEvent(s *discordgo.Session, e *discordgo.Event) {
 			a.setBotID(ready.User.ID)
 		}
 		return
-	case "MESSAGE_REACTION_ADD", "INTERACTION_CREATE":
+	case "MESSAGE_REACTION_ADD", "INTERACTION_CREATE", "MESSAGE_CREATE":
 	default:
 		return
 	}
@@ -164,6 +164,10 @@ func (a *Adapter) onEvent(s *discordgo.Session, e *discordgo.Event) {
 	defer cancel()
 	evidence := gatewayEvidence(e.Type, e.RawData)
 
+	if e.Type == "MESSAGE_CREATE" {
+		a.onReply(ctx, e.RawData, evidence)
+		return
+	}
 	if e.Type == "MESSAGE_REACTION_ADD" {
 		var rp reactionPayload
 		if err := json.Unmarshal(e.RawData, &rp); err != nil {

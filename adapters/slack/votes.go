@@ -88,6 +88,13 @@ func (a *Adapter) onEvent(ctx context.Context, raw []byte, evidence json.RawMess
 		return "", nil // app_rate_limited and the like
 	}
 	ev := p.Event
+	if ev.Type == "message" {
+		dedup := p.EventID
+		if dedup == "" {
+			dedup = digest(raw)
+		}
+		return "", a.onThreadReply(ctx, raw, dedup, evidence)
+	}
 	switch {
 	case ev.Type == "reaction_removed":
 		return "", nil // a removed reaction changes nothing

@@ -19,8 +19,9 @@ func init() {
 // the gateway treats it like any other Nostr reaction.
 func vote(ctx context.Context, a *app, args []string, c bot.Choice) int {
 	name := map[bot.Choice]string{bot.Approve: "approve", bot.Deny: "deny"}[c]
-	fs := a.flags(name, name+" [--key FILE] [--relay URL]… ID")
+	fs := a.flags(name, name+" [--reason R] [--key FILE] [--relay URL]… ID")
 	keyPath := fs.String("key", "", "your key file (default $SIGNOFF_KEY or the one keygen wrote)")
+	reason := fs.String("reason", "", "say why (signed with your vote; the agent is told)")
 	var relays stringList
 	fs.Var(&relays, "relay", "publish the reaction to this relay instead of the gateway (repeatable)")
 	if code, ok := parse(fs, args); !ok {
@@ -59,7 +60,7 @@ func vote(ctx context.Context, a *app, args []string, c bot.Choice) int {
 	if r.EventID == "" || r.GatewayKey == "" {
 		return a.failf("request %s carries no Nostr event to react to", r.ID)
 	}
-	ev, err := signing.NewReaction(key, r.EventID, r.GatewayKey, c, time.Now())
+	ev, err := signing.NewReactionWithReason(key, r.EventID, r.GatewayKey, c, *reason, time.Now())
 	if err != nil {
 		return a.fail(err)
 	}
