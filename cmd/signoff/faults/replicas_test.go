@@ -230,4 +230,3 @@ func TestBurstOfForgedEvents(t *testing.T) {
 	}
 	f.checkAudit(t, []*bot.Request{req})
 }
-
