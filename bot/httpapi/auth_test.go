@@ -4,9 +4,12 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"io"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -15,6 +18,7 @@ import (
 	"github.com/signoff/signoff/bot"
 	"github.com/signoff/signoff/bot/bottest"
 	"github.com/signoff/signoff/bot/httpapi"
+	"github.com/signoff/signoff/bot/netpolicy"
 	"github.com/signoff/signoff/bot/risk"
 	"github.com/signoff/signoff/bot/tokens"
 )
@@ -39,6 +43,13 @@ var wantAccess = map[string]string{
 	"POST /v1/tokens":                 "admin (the first token: none, from loopback)",
 	"GET /v1/tokens":                  "admin",
 	"DELETE /v1/tokens/{name}":        "admin",
+
+	"POST /v1/network/requests":              "net:request",
+	"POST /v1/network/drafts":                "net:request",
+	"GET /v1/network/requests":               "net:request,admin",
+	"POST /v1/network/requests/{id}/approve": "admin",
+	"POST /v1/network/requests/{id}/deny":    "admin",
+	"GET /v1/network/policy":                 "net:request,admin",
 }
 
 type authFixture struct {
@@ -63,10 +74,24 @@ func authSetup(t *testing.T) *authFixture {
 	env.Gateway.Classifier = risk.Default()
 	f := &authFixture{env: env}
 	ok := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(http.StatusNoContent) })
+	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
+	netsvc := &netpolicy.Service{Gateway: env.Gateway, Store: env.Store, Decisions: env.Store.Watch, Audit: env.Audit, Logger: quiet}
+	if err := netsvc.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(netsvc.Close)
+	if _, err := netsvc.Seed(context.Background(), "policy.yaml", []byte("hosts: []\n")); err != nil {
+		t.Fatal(err)
+	}
+	// Every dependency is set, so every route the server can have is
+	// walked (TestWalkFixtureSetsEveryDependency keeps it so).
 	f.api = &httpapi.Server{
 		Gateway: env.Gateway, Ready: env.Store.Ping, Metrics: ok,
-		Extra: map[string]http.Handler{"POST /slack/events": ok, "POST /slack/interactions": ok, "POST /discord/interactions": ok},
-		Auth:  &httpapi.Auth{Tokens: env.Store, Secret: tokens.NewSecret(), Audit: env.Audit},
+		Extra:   map[string]http.Handler{"POST /slack/events": ok, "POST /slack/interactions": ok, "POST /discord/interactions": ok},
+		Auth:    &httpapi.Auth{Tokens: env.Store, Secret: tokens.NewSecret(), Audit: env.Audit},
+		Network: netsvc,
+		Logger:  quiet,
+		Now:     time.Now,
 	}
 	f.srv = httptest.NewServer(f.api.Handler())
 	t.Cleanup(f.srv.Close)
@@ -136,6 +161,23 @@ func TestEveryRouteHasAccess(t *testing.T) {
 		}
 		if got := r.Access.String(); got != want {
 			t.Errorf("route %q: access %s, want %s", r.Pattern, got, want)
+		}
+	}
+}
+
+// TestWalkFixtureSetsEveryDependency: a route registered only when an
+// optional dependency is set would escape TestEveryRouteHasAccess if the
+// fixture left it nil. A new Server field must be set in authSetup.
+func TestWalkFixtureSetsEveryDependency(t *testing.T) {
+	f := authSetup(t)
+	v := reflect.ValueOf(f.api).Elem()
+	for i := range v.NumField() {
+		fv, name := v.Field(i), v.Type().Field(i).Name
+		switch fv.Kind() {
+		case reflect.Interface, reflect.Pointer, reflect.Func, reflect.Map, reflect.Slice:
+			if fv.IsNil() {
+				t.Errorf("httpapi.Server.%s is nil in authSetup: set it, so the routes it brings are walked", name)
+			}
 		}
 	}
 }

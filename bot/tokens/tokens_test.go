@@ -276,6 +276,16 @@ func TestConsentRisky(t *testing.T) {
 	}
 }
 
+// TestConsentExtension is the block `signoff ext install` shows for the
+// manifest in cmd/signoff's tests (the golden file both read).
+func TestConsentExtension(t *testing.T) {
+	m, err := tokens.ParseManifest([]byte(`{"name":"release-bot","description":"publishes releases","scopes":["request","publish","admin"],"network":["*:443","api.github.com:443"],"personas":["demo"]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	golden(t, "consent-ext.golden", m.Consent())
+}
+
 func FuzzParseManifest(f *testing.F) {
 	for _, s := range []string{
 		`{"name":"x"}`,
