@@ -4,6 +4,8 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -275,6 +277,9 @@ type fleet struct {
 	personas string
 	replicas []*replica
 	extraEnv []string // added to every replica's environment
+	// tokenSecret is the replicas' shared SIGNOFF_TOKEN_SECRET (tokens
+	// made on one are checked on all).
+	tokenSecret string
 }
 
 type replica struct {
@@ -289,7 +294,7 @@ type replica struct {
 func newFleet(t *testing.T, redisURL string) *fleet {
 	t.Helper()
 	needProcesses(t)
-	f := &fleet{t: t, redisURL: redisURL, dir: t.TempDir(), key: signing.NewKey(), people: newPeople()}
+	f := &fleet{t: t, redisURL: redisURL, dir: t.TempDir(), key: signing.NewKey(), people: newPeople(), tokenSecret: randomHex(32)}
 	f.personas = filepath.Join(f.dir, "personas")
 	if err := os.MkdirAll(f.personas, 0o700); err != nil {
 		t.Fatal(err)
@@ -305,6 +310,7 @@ func (f *fleet) env(data string) []string {
 		"SIGNOFF_REDIS_URL="+f.redisURL,
 		"SIGNOFF_PERSONAS="+f.personas,
 		"SIGNOFF_NOSTR_KEY="+f.key.Nsec(),
+		"SIGNOFF_TOKEN_SECRET="+f.tokenSecret,
 		"SIGNOFF_LOG_LEVEL=info",
 	)
 }
@@ -522,4 +528,10 @@ func readRecords(t *testing.T, path string) []signing.Record {
 		t.Fatal(err)
 	}
 	return out
+}
+
+func randomHex(n int) string {
+	b := make([]byte, n)
+	rand.Read(b)
+	return hex.EncodeToString(b)
 }
