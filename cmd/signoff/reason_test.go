@@ -57,7 +57,9 @@ func TestApproveReasonIsShownToTheRequester(t *testing.T) {
 
 func getRequest(t *testing.T, id string) *bot.Request {
 	t.Helper()
-	r, err := httpapi.NewClient(os.Getenv("SIGNOFF_URL")).Get(context.Background(), id)
+	c := httpapi.NewClient(os.Getenv("SIGNOFF_URL"))
+	c.Token = os.Getenv("SIGNOFF_TOKEN") // e2e tests run with tokens on
+	r, err := c.Get(context.Background(), id)
 	if err != nil {
 		t.Fatal(err)
 	}
