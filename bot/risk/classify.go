@@ -113,6 +113,11 @@ func (c *Classifier) Command(cmd string) bot.Assessment {
 		return dangerous("command is longer than the classifier reads; a person decides")
 	}
 	w := walker{r: c.rules}
+	if args, ok := plainWords(cmd); ok {
+		// the keyword gate: plain words need no parser
+		w.command(args, in{}, ctx{})
+		return w.result()
+	}
 	w.shell(cmd, ctx{})
 	return w.result()
 }

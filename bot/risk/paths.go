@@ -130,8 +130,14 @@ func compMatch(pc, c string) bool {
 	if pc == c {
 		return true
 	}
-	if ok, _ := path.Match(pc, c); ok {
-		return true
+	patGlob := strings.ContainsAny(pc, "*?[\\")
+	if !patGlob && !strings.ContainsAny(c, "*?[") {
+		return false // two plain names, and they differ
+	}
+	if patGlob {
+		if ok, _ := path.Match(pc, c); ok {
+			return true
+		}
 	}
 	if strings.ContainsAny(c, "*?[") && !strings.ContainsAny(pc, "*?[") {
 		if strings.HasPrefix(pc, ".") && !strings.HasPrefix(c, ".") {
@@ -175,14 +181,7 @@ func (r *Rules) sensitive(text string) bool {
 	if !strings.ContainsAny(text, "*?[") {
 		// Fast path: a path without wildcards names a secret only if it
 		// holds some pattern's literal fragment.
-		found := false
-		for _, f := range r.sensFrags {
-			if strings.Contains(text, f) {
-				found = true
-				break
-			}
-		}
-		if !found {
+		if !r.fragGate.any(text) {
 			return false
 		}
 	}
@@ -289,4 +288,44 @@ func shorten(s string) string {
 		s = s[:77] + "..."
 	}
 	return strings.ToValidUTF8(s, "?")
+}
+
+// fragIndex is the keyword gate for sensitive paths: it finds whether a
+// text holds any of a set of literals in one pass over the text, by the
+// literals' first two bytes.
+type fragIndex struct {
+	all    bool      // a literal shorter than two bytes: every text passes
+	first  [256]bool // a literal starts with this byte
+	byPair map[uint16][]string
+}
+
+func newFragIndex(frags []string) fragIndex {
+	x := fragIndex{byPair: map[uint16][]string{}}
+	for _, f := range frags {
+		if len(f) < 2 {
+			x.all = true
+			continue
+		}
+		x.first[f[0]] = true
+		k := uint16(f[0])<<8 | uint16(f[1])
+		x.byPair[k] = append(x.byPair[k], f)
+	}
+	return x
+}
+
+func (x *fragIndex) any(text string) bool {
+	if x.all {
+		return true
+	}
+	for i := 0; i+1 < len(text); i++ {
+		if !x.first[text[i]] {
+			continue
+		}
+		for _, f := range x.byPair[uint16(text[i])<<8|uint16(text[i+1])] {
+			if strings.HasPrefix(text[i:], f) {
+				return true
+			}
+		}
+	}
+	return false
 }

@@ -51,6 +51,7 @@ type Rules struct {
 	sqlWords  []keyReason
 	sensWords []string // literal sensitive names, looked for in inline code
 	sensFrags []string // a literal every matching path contains
+	fragGate  fragIndex
 }
 
 // Program is the rule for one program or subcommand. In YAML a bare level
@@ -530,9 +531,11 @@ func (r *Rules) compile() error {
 		}
 		r.writeBad = append(r.writeBad, writeGroup{id: id, reason: g.Reason, fold: g.IgnoreCase, paths: ps})
 	}
+	r.sensFrags = nil
 	for i := range r.sensPaths {
 		r.sensFrags = append(r.sensFrags, r.sensPaths[i].fragment())
 	}
+	r.fragGate = newFragIndex(r.sensFrags)
 	for _, p := range r.sensPaths {
 		if p.anchor == anchorNone && len(p.comps) == 1 && !strings.ContainsAny(p.comps[0], "*?[") {
 			r.sensWords = append(r.sensWords, p.comps[0])

@@ -167,3 +167,102 @@ func hasSubst(w *syntax.Word) bool {
 	}
 	return false
 }
+
+// plainWords splits a command that is one simple command of plain words
+// so that the parser, which would give the same words, is skipped: words
+// of letters, digits and - _ . / : , @ % + = * ?, or quoted with '…' or
+// "…" (no $, ` or \ inside), separated by single spaces. Unquoted * and ?
+// make a word a glob, as the parser would. Anything else — expansions,
+// operators, redirections, brackets, a reserved word or an assignment
+// first — reports false, and the parser reads the command.
+func plainWords(cmd string) ([]word, bool) {
+	if cmd == "" || len(cmd) > 512 {
+		return nil, false
+	}
+	args := make([]word, 0, 8)
+	var b strings.Builder
+	cur := word{static: true}
+	quotedAny := false
+	inWord := false
+	start := 0     // where the current word starts in cmd
+	copied := false // the word has quotes: its text is in b
+	for i := 0; i < len(cmd); i++ {
+		c := cmd[i]
+		if !inWord {
+			start = i
+		}
+		switch {
+		case c >= 'a' && c <= 'z', c >= 'A' && c <= 'Z', c >= '0' && c <= '9',
+			c == '-' || c == '_' || c == '.' || c == '/' || c == ':' || c == ',' || c == '@' || c == '%' || c == '+' || c == '=':
+			if copied {
+				b.WriteByte(c)
+			}
+			inWord = true
+		case c == '*' || c == '?':
+			if copied {
+				b.WriteByte(c)
+			}
+			cur.glob = true
+			inWord = true
+		case c == '\'' || c == '"':
+			j := strings.IndexByte(cmd[i+1:], c)
+			if j < 0 {
+				return nil, false
+			}
+			q := cmd[i+1 : i+1+j]
+			if c == '"' && strings.ContainsAny(q, "$`\\!") {
+				return nil, false
+			}
+			if !copied {
+				b.Reset()
+				b.WriteString(cmd[start:i])
+				copied = true
+			}
+			b.WriteString(q)
+			quotedAny = true
+			inWord = true
+			i += j + 1
+		case c == ' ':
+			if !inWord || i == len(cmd)-1 || cmd[i+1] == ' ' {
+				return nil, false
+			}
+			if copied {
+				cur.text = b.String()
+			} else {
+				cur.text = cmd[start:i]
+			}
+			args = append(args, cur)
+			b.Reset()
+			cur = word{static: true}
+			inWord, copied = false, false
+		default:
+			return nil, false
+		}
+	}
+	if !inWord {
+		return nil, false
+	}
+	if copied {
+		cur.text = b.String()
+	} else {
+		cur.text = cmd[start:]
+	}
+	args = append(args, cur)
+	first := args[0].text
+	if quotedAny && (strings.ContainsAny(cmd[:min(len(cmd), len(first)+2)], "'\"")) {
+		return nil, false // a quoted command name: let the parser decide
+	}
+	if strings.IndexByte(first, '=') >= 0 || reserved[first] || args[0].glob {
+		return nil, false
+	}
+	return args, true
+}
+
+// reserved are bash's reserved words and the declaration builtins the
+// parser gives their own syntax.
+var reserved = map[string]bool{
+	"if": true, "then": true, "else": true, "elif": true, "fi": true, "for": true, "while": true, "until": true,
+	"do": true, "done": true, "case": true, "esac": true, "function": true, "select": true, "time": true,
+	"coproc": true, "in": true, "!": true, "{": true, "}": true, "[[": true, "]]": true,
+	"declare": true, "local": true, "export": true, "readonly": true, "typeset": true, "nameref": true, "let": true,
+}
