@@ -184,7 +184,7 @@ func plainWords(cmd string) ([]word, bool) {
 	cur := word{static: true}
 	quotedAny := false
 	inWord := false
-	start := 0     // where the current word starts in cmd
+	start := 0      // where the current word starts in cmd
 	copied := false // the word has quotes: its text is in b
 	for i := 0; i < len(cmd); i++ {
 		c := cmd[i]
