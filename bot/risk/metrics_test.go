@@ -70,7 +70,7 @@ const (
 	maxOverflag    = 0.03
 	minCategoryRec = 0.93
 	maxCategoryOF  = 0.06
-	minCorpusSize  = 2500
+	minCorpusSize  = 4000
 )
 
 // TestCorpusRecallAndOverflag measures the classifier on the labelled

@@ -10,10 +10,6 @@ import (
 // arguments after the program name.
 func (w *walker) program(name string, p *Program, args []word, cx ctx) {
 	cx.verbs = cx.verbs || p.Verbs
-	if h, d := w.modes(p, args); h || d {
-		cx.help = cx.help || h
-		cx.dry = cx.dry || d
-	}
 	if p.Wrapper != nil {
 		w.apply(name, p, nil, cx, true)
 		w.wrapper(name, p.Wrapper, append([]word{{text: name, static: true}}, args...), in{}, ctx{depth: cx.depth})
@@ -46,6 +42,10 @@ func (w *walker) program(name string, p *Program, args []word, cx ctx) {
 				return
 			}
 			if sub := p.Subcommands[args[first].text]; sub != nil {
+				w.setModes(p, args[:first], &cx)
+				if args[first].text == "help" {
+					cx.help = true // gcloud help compute instances delete
+				}
 				w.apply(name, p, args[:first], cx, false)
 				w.program(name+" "+args[first].text, sub, args[first+1:], cx)
 				return
@@ -54,6 +54,7 @@ func (w *walker) program(name string, p *Program, args []word, cx ctx) {
 			// we read as the subcommand; a riskier one just after wins.
 			if second >= 0 && args[second].static {
 				if sub := p.Subcommands[args[second].text]; sub != nil && rank(sub.Level) > rank(p.Level) {
+					w.setModes(p, args[:second], &cx)
 					w.apply(name, p, args[:second], cx, false)
 					w.program(name+" "+args[second].text, sub, args[second+1:], cx)
 					return
@@ -61,10 +62,20 @@ func (w *walker) program(name string, p *Program, args []word, cx ctx) {
 			}
 		}
 	}
+	w.setModes(p, args, &cx)
 	if cx.verbs {
 		w.verbs(name, args, cx, false)
 	}
 	w.apply(name, p, args, cx, true)
+}
+
+// setModes notes a help request or dry run among the words a program
+// level reads (before its subcommand, or all of them at the last level).
+func (w *walker) setModes(p *Program, args []word, cx *ctx) {
+	if h, d := w.modes(p, args); h || d {
+		cx.help = cx.help || h
+		cx.dry = cx.dry || d
+	}
 }
 
 // modes finds a help request or a dry run among a command's words: such
@@ -72,9 +83,17 @@ func (w *walker) program(name string, p *Program, args []word, cx ctx) {
 // (help: safe).
 func (w *walker) modes(p *Program, args []word) (help, dry bool) {
 	g := &w.r.Generic
-	for i, a := range args {
+	for i := 0; i < len(args); i++ {
+		a := args[i]
 		t := a.text
 		if !a.static {
+			continue
+		}
+		if t == "--" {
+			break // what follows are operands (git restore -- f --help)
+		}
+		if p != nil && isOption(t) && !strings.Contains(t, "=") && (p.withArg.hasLong(t) || p.withArg.hasExact(t) || len(t) == 2 && t[1] < 128 && p.withArg.short[t[1]]) {
+			i++ // its value is not a flag (git restore --source --help)
 			continue
 		}
 		if (i == 0 || i == len(args)-1) && t == "help" {
@@ -90,7 +109,8 @@ func (w *walker) modes(p *Program, args []word) (help, dry bool) {
 		if j := strings.IndexByte(t, '='); j > 0 {
 			name, value, hasValue = t[:j], strings.ToLower(t[j+1:]), true
 		}
-		if g.dry.hasLong(name) || g.dry.hasExact(name) || (p != nil && (p.dry.hasLong(name) || p.dry.hasExact(name))) {
+		if g.dry.hasLong(name) || g.dry.hasExact(name) || (p != nil && (p.dry.hasLong(name) || p.dry.hasExact(name))) ||
+			len(name) >= 6 && strings.HasPrefix("--dry-run", name) {
 			if !hasValue || (value != "none" && value != "false" && value != "0") {
 				dry = true
 			}
@@ -177,8 +197,8 @@ func (w *walker) verbs(name string, args []word, cx ctx, confirm bool) {
 // verbLike: a subcommand-like word (letters, digits, - _ :), not a path,
 // URL, file name or value.
 func verbLike(t string) bool {
-	if t == "" || len(t) > 64 {
-		return false
+	if t == "" || len(t) > 64 || strings.Contains(t, "::") {
+		return false // repo::archive names a thing, it is not a verb
 	}
 	for i := 0; i < len(t); i++ {
 		c := t[i]
@@ -344,6 +364,41 @@ func (w *walker) apply(name string, p *Program, args []word, cx ctx, full bool) 
 			continue
 		}
 		positionals = append(positionals, a)
+	}
+	argOff := func(r *ArgRule) bool {
+		if len(r.Unless) == 0 {
+			return false
+		}
+		set := newOptSet(r.Unless)
+		for i := 0; i < len(args); i++ {
+			t := args[i].text
+			if t == "--" {
+				break
+			}
+			off := false
+			if args[i].static && isOption(t) && t[0] == '-' {
+				if eachOpt(t, takes, exact, func(o opt) {
+					if set.has(&o) {
+						off = true
+					}
+				}) {
+					i++
+				}
+			}
+			if off {
+				return true
+			}
+		}
+		return false
+	}
+	if m := p.ManyArgs; m != nil {
+		min := m.Min
+		if min == 0 {
+			min = 2
+		}
+		if len(positionals) >= min && !argOff(m) {
+			rule(m.Level, m.Reason, m.ID)
+		}
 	}
 	for _, a := range positionals {
 		if a.static {
@@ -686,5 +741,26 @@ func (w *walker) unknown(prog string, args []word, cx ctx) {
 	help, dry := w.modes(nil, args)
 	cx.help, cx.dry = help, dry
 	w.add(w.r.Unknown.Level, withID(reasonOr(w.r.Unknown.Reason, "unknown program")+" ("+shorten(prog)+")", "generic:unknown"))
+	if sqlWords[strings.ToUpper(prog)] {
+		// SQL typed as a command (DROP TABLE x;): judge it as SQL
+		text := prog
+		for _, a := range args {
+			text += " " + a.text
+		}
+		w.sql(prog, text)
+		return
+	}
+	if !help && !dry && verbLike(prog) {
+		// a program named for what it does: nuke-cluster, drop-db
+		for _, part := range verbParts(prog) {
+			for _, v := range w.r.Generic.verbs {
+				if part == v.key {
+					w.add(bot.Dangerous, withID(reasonOr(v.reason, "destructive verb")+" ("+shorten(prog)+")", "generic:verb-"+v.key))
+				}
+			}
+		}
+	}
 	w.verbs(prog, args, cx, true)
 }
+
+var sqlWords = map[string]bool{"DROP": true, "DELETE": true, "TRUNCATE": true, "UPDATE": true, "ALTER": true, "INSERT": true, "GRANT": true, "REVOKE": true, "CREATE": true, "SELECT": true, "REPLACE": true, "MERGE": true}

@@ -68,6 +68,7 @@ type Program struct {
 	Writes         *WriteRule          `yaml:"writes"`
 	Verbs          bool                `yaml:"verbs"`
 	DashDash       *ArgRule            `yaml:"dashdash"`
+	ManyArgs       *ArgRule            `yaml:"many_args"` // applies with two or more positional arguments
 	DryRun         []string            `yaml:"dry_run"`
 	Wrapper        *Wrapper            `yaml:"wrapper"`
 
@@ -107,6 +108,8 @@ type FlagRule struct {
 // ArgRule sets a level when a non-flag argument matches one of Match (globs).
 type ArgRule struct {
 	ID     string    `yaml:"id"`
+	Min    int       `yaml:"min"`    // many_args: how many positional arguments (default 2)
+	Unless []string  `yaml:"unless"` // flags that turn the rule off
 	Match  []string  `yaml:"match"`
 	Level  bot.Level `yaml:"level"`
 	Reason string    `yaml:"reason"`
@@ -147,6 +150,8 @@ type Wrapper struct {
 	NoCommand      bool       `yaml:"no_command"`
 	Default        []string   `yaml:"default"`
 	InputCommands  bool       `yaml:"input_commands"`
+	Cwd            string     `yaml:"cwd"`               // where the wrapped command runs (ssh: the remote home)
+	Placeholders   []string   `yaml:"placeholder_flags"` // options naming the text input replaces (xargs -I X)
 	Flags          []FlagRule `yaml:"flags"`
 
 	id      string
@@ -669,6 +674,14 @@ func (p *Program) compile(where, id string) error {
 		}
 		for j, m := range a.Match {
 			a.Match[j] = strings.ToLower(m)
+		}
+	}
+	if p.ManyArgs != nil {
+		if err := checkLevel(p.ManyArgs.Level, where+".many_args", false); err != nil {
+			return err
+		}
+		if p.ManyArgs.ID == "" {
+			p.ManyArgs.ID = p.id + "-many"
 		}
 	}
 	if p.DashDash != nil {

@@ -25,6 +25,7 @@ func init() {
 		"at":       (*walker).atJob,
 		"batch":    (*walker).atJob,
 		"printenv": (*walker).printenv,
+		"dd":       (*walker).ddCommand,
 	}
 }
 
@@ -446,4 +447,121 @@ func (w *walker) envFiltered(c *syntax.BinaryCmd) {
 			}
 		}
 	}
+}
+
+// hasPlaceholder: {} or {1}, {.}, {/} … where input is pasted.
+func hasPlaceholder(s string) bool {
+	for i := strings.IndexByte(s, '{'); i >= 0 && i < len(s); {
+		j := strings.IndexByte(s[i:], '}')
+		if j < 0 {
+			return false
+		}
+		inner := s[i+1 : i+j]
+		if len(inner) <= 3 && !strings.ContainsAny(inner, " ;,") {
+			return true
+		}
+		k := strings.IndexByte(s[i+1:], '{')
+		if k < 0 {
+			return false
+		}
+		i = i + 1 + k
+	}
+	return false
+}
+
+// quoteWords writes words back as one shell line, each quoted as needed.
+func quoteWords(ws []word) (string, bool) {
+	var b strings.Builder
+	for j, a := range ws {
+		if !a.static {
+			return "", false
+		}
+		q, err := syntax.Quote(a.text, syntax.LangBash)
+		if err != nil {
+			return "", false
+		}
+		if j > 0 {
+			b.WriteByte(' ')
+		}
+		b.WriteString(q)
+	}
+	return b.String(), true
+}
+
+// parallelInputs expands parallel CMD ::: A B … when the inputs are plain
+// words (one ::: list, at most 16): each A is pasted where {} is, or
+// appended. It reports false when it cannot, and the inputs are unseen.
+func (w *walker) parallelInputs(prog string, wr *Wrapper, cmd, inputs []word, stdin in, cx ctx) bool {
+	if len(inputs) == 0 || len(inputs) > 16 {
+		return false
+	}
+	for _, a := range inputs {
+		if !a.static || strings.HasPrefix(a.text, ":::") {
+			return false
+		}
+	}
+	if len(cmd) == 0 {
+		for _, a := range inputs {
+			w.shell(a.text, cx.deeper())
+		}
+		return true
+	}
+	for _, a := range inputs {
+		x := make([]word, 0, len(cmd)+1)
+		pasted := false
+		for _, c := range cmd {
+			if strings.Contains(c.text, "{}") {
+				c.text = strings.ReplaceAll(c.text, "{}", a.text)
+				pasted = true
+			}
+			x = append(x, c)
+		}
+		if !pasted {
+			x = append(x, a)
+		}
+		var b strings.Builder
+		for j, c := range x {
+			if j > 0 {
+				b.WriteByte(' ')
+			}
+			b.WriteString(c.text)
+		}
+		joined := b.String()
+		if q, ok := quoteWords(x); ok && q != joined {
+			w.shell(q, cx.deeper())
+		}
+		p := parsers.Get().(*syntax.Parser)
+		_, err := p.Parse(strings.NewReader(joined), "")
+		parsers.Put(p)
+		if err != nil {
+			if q, ok := quoteWords(x); ok {
+				joined = q
+			}
+		}
+		w.shell(joined, cx.deeper())
+	}
+	return true
+}
+
+// ddCommand: dd writes of= and reads if=; the target decides the risk.
+func (w *walker) ddCommand(args []word, _ in, _ ctx) bool {
+	w.add(bot.Caution, withID("copies raw data (dd)", "system:dd"))
+	wrote := false
+	for _, a := range args[1:] {
+		switch {
+		case strings.HasPrefix(a.text, "of="):
+			wrote = true
+			t := a
+			t.text = a.text[3:]
+			w.write(t, "dd of=")
+		case strings.HasPrefix(a.text, "if="):
+			t := a
+			t.text = a.text[3:]
+			w.read(t)
+		}
+	}
+	if !wrote {
+		w.add(bot.Caution, withID("dd writes to standard output", "system:dd"))
+	}
+	return true
 }

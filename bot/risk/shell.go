@@ -583,7 +583,17 @@ func (w *walker) read(t word) {
 
 // write checks a word that is written as a file.
 func (w *walker) write(t word, how string) {
+	if i := strings.IndexByte(t.text, ':'); i > 0 && !strings.ContainsRune(t.text[:i], '/') {
+		t.text = t.text[i+1:] // host:path (scp, rsync): the remote path
+		if t.text == "" {
+			t.text = "~"
+		}
+	}
 	t = w.resolve(t)
+	if t.text == "/" || t.text == "/." {
+		w.add(bot.Dangerous, withID("writes into the root directory", "core.filesystem:write-root"))
+		return
+	}
 	reason, harmless := w.r.writeReason(t.text)
 	switch {
 	case harmless:
@@ -662,7 +672,23 @@ func (w *walker) command(args []word, stdin in, cx ctx) {
 		}
 		return
 	}
+	if strings.EqualFold(prog, "find") && prog != "find" {
+		w.find(args, cx)
+		return
+	}
 	e, ok := w.r.lookup(prog)
+	if !ok && strings.ToLower(prog) != prog {
+		// FIND runs find on a case-insensitive file system (macOS)
+		if low := strings.ToLower(prog); low != prog {
+			if le, lok := w.r.lookup(low); lok {
+				if low == "find" {
+					w.find(args, cx)
+					return
+				}
+				e, ok, prog = le, true, low
+			}
+		}
+	}
 	if !ok {
 		w.unknown(prog, args[1:], cx)
 		return
@@ -711,6 +737,7 @@ func (w *walker) wrapper(prog string, wr *Wrapper, args []word, stdin in, cx ctx
 	rest := args[1:]
 	i := 0
 	skip := wr.Skip
+	placeholder := ""
 	exact := func(t string) bool { return wr.withArg.hasExact(t) || wr.code.hasExact(t) || wr.query.hasExact(t) }
 	takes := func(o *opt) bool { return wr.withArg.takes(o) || wr.code.takes(o) }
 	for i < len(rest) {
@@ -750,6 +777,16 @@ func (w *walker) wrapper(prog string, wr *Wrapper, args []word, stdin in, cx ctx
 		next := eachOpt(t, takes, exact, func(o opt) {
 			if wr.query.has(&o) {
 				query = true
+			}
+			if contains(wr.Placeholders, o.name) {
+				ph := o.value
+				if !o.has && o.next && i+1 < len(rest) {
+					ph = rest[i+1].text
+				}
+				if ph == "" {
+					ph = "{}"
+				}
+				placeholder = ph
 			}
 			for j := range wr.Flags {
 				f := &wr.Flags[j]
@@ -791,7 +828,7 @@ func (w *walker) wrapper(prog string, wr *Wrapper, args []word, stdin in, cx ctx
 		return
 	}
 	cmd := rest[i:]
-	if wr.InputCommands && (len(cmd) == 0 || strings.HasPrefix(cmd[0].text, ":::")) {
+	if len(cmd) == 0 && wr.InputCommands {
 		w.add(bot.Dangerous, withID("runs commands read from its input ("+prog+" with no command)", "shell:input-commands"))
 		return
 	}
@@ -807,6 +844,41 @@ func (w *walker) wrapper(prog string, wr *Wrapper, args []word, stdin in, cx ctx
 	if wr.InputArgs {
 		sub.inputArgs = true
 	}
+	if placeholder != "" && placeholder != "{}" {
+		// xargs -I X: every X is replaced by input; write it {} so the
+		// rules see input there
+		cp := make([]word, len(cmd))
+		for j, a := range cmd {
+			cp[j] = a
+			cp[j].text = strings.ReplaceAll(a.text, placeholder, "{}")
+		}
+		cmd = cp
+	}
+	if wr.InputCommands {
+		// parallel CMD ::: ARGS: each ARG is pasted into CMD ({} or at
+		// the end); with no CMD each ARG is a command
+		for j, a := range cmd {
+			if !strings.HasPrefix(a.text, ":::") {
+				continue
+			}
+			inputs := cmd[j+1:]
+			cmd = cmd[:j]
+			if w.parallelInputs(prog, wr, cmd, inputs, stdin, sub) {
+				return
+			}
+			sub.inputArgs = true
+			break
+		}
+		if len(cmd) == 0 {
+			w.add(bot.Dangerous, withID("runs commands read from its input ("+prog+" with no command)", "shell:input-commands"))
+			return
+		}
+	}
+	if wr.Cwd != "" {
+		saved := w.cwd
+		w.cwd = wr.Cwd
+		defer func() { w.cwd = saved }()
+	}
 	if wr.Joins {
 		var b strings.Builder
 		for j, a := range cmd {
@@ -819,7 +891,28 @@ func (w *walker) wrapper(prog string, wr *Wrapper, args []word, stdin in, cx ctx
 			}
 			b.WriteString(a.text)
 		}
-		w.shell(b.String(), sub.deeper())
+		joined := b.String()
+		if len(cmd) > 1 {
+			// the words as given, quoted, too: the runtime joins them
+			// (watch sh -c 'git reset --hard' runs sh -c git …), a
+			// reader sees them quoted; either may be what was meant
+			if q, ok := quoteWords(cmd); ok && q != joined {
+				w.shell(q, sub.deeper())
+			}
+		}
+		if wr.InputCommands {
+			// parallel runs the joined words; if they do not parse
+			// joined, nothing runs — judge the words as given instead
+			p := parsers.Get().(*syntax.Parser)
+			_, err := p.Parse(strings.NewReader(joined), "")
+			parsers.Put(p)
+			if err != nil {
+				if q, ok := quoteWords(cmd); ok {
+					joined = q
+				}
+			}
+		}
+		w.shell(joined, sub.deeper())
 		return
 	}
 	w.command(cmd, stdin, sub)
@@ -911,6 +1004,9 @@ func (w *walker) shellProgram(prog string, args []word, stdin in, cx ctx) {
 		break
 	}
 	if code != nil {
+		if cx.inputArgs && hasPlaceholder(code.text) {
+			w.add(bot.Dangerous, withID("pastes its input into shell code ("+prog+" -c '…{}…')", "shell:input-in-code"))
+		}
 		w.code(*code, cx, prog+" -c")
 		return
 	}
@@ -1126,6 +1222,9 @@ func (w *walker) inlineCode(prog string, ip *Interpreter, code string) {
 }
 
 func (w *walker) find(args []word, cx ctx) {
+	if cx.inputArgs {
+		w.add(bot.Dangerous, withID("find gets more arguments from input, which may be -delete or -exec", "core.filesystem:find-input-args"))
+	}
 	var roots []word
 	i := 1
 	for ; i < len(args); i++ {
@@ -1138,14 +1237,49 @@ func (w *walker) find(args []word, cx ctx) {
 		}
 		roots = append(roots, args[i])
 	}
+	// {} in -exec is a file found under the roots: write it under the
+	// widest root, so rm -rf {} under . stays in the workspace
+	found := "{}"
+	if len(roots) == 0 {
+		found = "./{}"
+	}
+	// (the roots themselves are found too: find . -exec rm -rf {} is rm -rf .)
+	widest := -1
+	for _, r := range roots {
+		if d := deleteTarget(w.resolve(r)); d > widest {
+			widest = d
+			found = w.resolve(r).text
+			if d == 1 {
+				found = "{}"
+			}
+		}
+	}
 	for ; i < len(args); i++ {
 		switch args[i].text {
+		case "-name", "-iname", "-path", "-ipath", "-regex", "-iregex", "-wholename", "-iwholename", "-lname", "-ilname",
+			"-gid", "-uid", "-inum", "-samefile", "-newer", "-anewer", "-cnewer", "-perm", "-size", "-type", "-xtype",
+			"-user", "-group", "-mtime", "-atime", "-ctime", "-mmin", "-amin", "-cmin", "-links", "-maxdepth", "-mindepth",
+			"-fstype", "-context", "-printf", "-used", "-regextype", "-files0-from", "-newerXY":
+			i++ // its value is not an action (find . -name -delete)
 		case "-exec", "-execdir", "-ok", "-okdir":
 			j := i + 1
 			for j < len(args) && args[j].text != ";" && args[j].text != "+" {
 				j++
 			}
-			w.command(args[i+1:j], in{}, ctx{depth: cx.depth, inputArgs: true})
+			saved := w.cwd
+			inner := make([]word, j-i-1)
+			copy(inner, args[i+1:j])
+			if strings.HasSuffix(args[i].text, "dir") {
+				w.cwd = unknownMark // runs in each found file's directory
+			} else {
+				for k := range inner {
+					if inner[k].text == "{}" {
+						inner[k].text = found
+					}
+				}
+			}
+			w.command(inner, in{}, ctx{depth: cx.depth, inputArgs: true})
+			w.cwd = saved
 			i = j
 		case "-delete":
 			broad := len(roots) == 0 && cx.inputArgs

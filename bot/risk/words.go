@@ -210,8 +210,8 @@ func plainWords(cmd string) ([]word, bool) {
 				return nil, false
 			}
 			q := cmd[i+1 : i+1+j]
-			if c == '"' && strings.ContainsAny(q, "$`\\!") {
-				return nil, false
+			if strings.ContainsAny(q, "$`[") || c == '"' && strings.ContainsAny(q, "\\!") {
+				return nil, false // a[$(cmd)] is for the parser's checks
 			}
 			if !copied {
 				b.Reset()
