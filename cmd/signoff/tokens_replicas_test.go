@@ -1,0 +1,163 @@
+package main
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"net"
+	"os/exec"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/signoff/signoff/bot/tokens"
+	qredis "github.com/signoff/signoff/quorum/redis"
+)
+
+// ownRedis starts a redis-server of this test's own on a free loopback
+// port (serve's keys use the fixed prefix "signoff", so not the shared one).
+func ownRedis(t *testing.T) string {
+	t.Helper()
+	bin, err := exec.LookPath("redis-server")
+	if err != nil {
+		t.Skip("redis-server not installed")
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	port := ln.Addr().(*net.TCPAddr).Port
+	ln.Close()
+	cmd := exec.Command(bin, "--port", strconv.Itoa(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no")
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	url := "redis://127.0.0.1:" + strconv.Itoa(port) + "/0"
+	rdb, _ := qredis.Open(url)
+	defer rdb.Close()
+	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		if rdb.Ping(context.Background()).Err() == nil {
+			return url
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("redis-server did not answer within 5s")
+		}
+	}
+}
+
+// replica runs one serve on redisURL with its own data dir and returns its URL.
+func replica(t *testing.T, redisURL, secret string) string {
+	t.Helper()
+	serveEnv(t, "127.0.0.1:0")
+	t.Setenv("SIGNOFF_REDIS_URL", redisURL)
+	t.Setenv("SIGNOFF_TOKEN_SECRET", secret)
+	ctx, cancel := context.WithCancel(context.Background())
+	addr := make(chan string, 1)
+	logs := &syncBuffer{}
+	done := make(chan int, 1)
+	a := &app{stdout: logs, stderr: logs, ready: func(s string) { addr <- s }}
+	go func() { done <- a.run(ctx, []string{"serve"}) }()
+	t.Cleanup(func() { cancel(); <-done })
+	select {
+	case s := <-addr:
+		return "http://" + s
+	case code := <-done:
+		t.Fatalf("serve exited %d:\n%s", code, logs)
+	case <-time.After(10 * time.Second):
+		t.Fatalf("serve not listening after 10s:\n%s", logs)
+	}
+	return ""
+}
+
+// TestTokenRevokedOnOneReplicaIsRefusedByAnother: two real `signoff serve`
+// processes' wiring on one real Redis; the agent's token is revoked through
+// replica B and replica A refuses it on the next call.
+func TestTokenRevokedOnOneReplicaIsRefusedByAnother(t *testing.T) {
+	url := ownRedis(t)
+	secret := strings.Repeat("s3cr3t", 8)
+	a := replica(t, url, secret)
+	b := replica(t, url, secret)
+	t.Setenv("SIGNOFF_REDIS_URL", "") // the CLI below goes through the API
+
+	t.Setenv("SIGNOFF_URL", a)
+	code, out, errs := cli("tokens", "create", "--name", "admin", "--scopes", "admin")
+	if code != 0 {
+		t.Fatalf("first token on A = %d %q", code, errs)
+	}
+	t.Setenv("SIGNOFF_TOKEN", lastLine(out))
+	_, out, _ = cli("tokens", "create", "--name", "agent", "--scopes", "read:requests")
+	agent := lastLine(out)
+
+	t.Setenv("SIGNOFF_URL", b)
+	if code, _, errs := cli("tokens", "revoke", "agent"); code != 0 {
+		t.Fatalf("revoke on B = %d %q", code, errs)
+	}
+	t.Setenv("SIGNOFF_URL", a)
+	t.Setenv("SIGNOFF_TOKEN", agent)
+	if code, _, errs := cli("pending"); code != 2 || !strings.Contains(errs, "unknown or revoked token") {
+		t.Errorf("A after revocation on B = %d %q", code, errs)
+	}
+}
+
+// TestReplicaWithAnotherTokenSecretRefusesToStart: a replica whose token
+// secret differs would refuse every token; it says so at start instead.
+func TestReplicaWithAnotherTokenSecretRefusesToStart(t *testing.T) {
+	url := ownRedis(t)
+	replica(t, url, strings.Repeat("a", 32))
+	serveEnv(t, "127.0.0.1:0")
+	t.Setenv("SIGNOFF_REDIS_URL", url)
+	t.Setenv("SIGNOFF_TOKEN_SECRET", strings.Repeat("b", 32))
+	var out, errb syncBuffer
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	code := (&app{stdout: &out, stderr: &errb}).run(ctx, []string{"serve"})
+	if code != 2 || !strings.Contains(errb.String(), "is not the one the store's tokens were made with") {
+		t.Errorf("serve with another secret = %d:\n%s", code, errb.String())
+	}
+	// And `tokens create` straight on the store with the wrong secret too.
+	if code, _, errs := cli("tokens", "create", "--name", "x", "--scopes", "admin"); code != 2 || !strings.Contains(errs, "SIGNOFF_TOKEN_SECRET") {
+		t.Errorf("tokens create on the store with another secret = %d %q", code, errs)
+	}
+}
+
+// TestFirstAdminTokenOnTheStoreOpensANetworkListen: `tokens create` with
+// SIGNOFF_REDIS_URL writes straight to the store, and serve's rule for a
+// non-loopback address then holds (checked without binding one).
+func TestFirstAdminTokenOnTheStoreOpensANetworkListen(t *testing.T) {
+	url := ownRedis(t)
+	serveEnv(t, "0.0.0.0:8080")
+	t.Setenv("SIGNOFF_REDIS_URL", url)
+	t.Setenv("SIGNOFF_TOKEN_SECRET", strings.Repeat("c", 32))
+	cfg, err := loadConfig()
+	if err != nil {
+		t.Fatal(err)
+	}
+	rdb, _ := qredis.Open(url)
+	defer rdb.Close()
+	store := qredis.New(rdb, "signoff")
+	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
+	ctx := context.Background()
+	if _, err := serveAuth(ctx, cfg, store, nil, quiet); err == nil || !strings.Contains(err.Error(), "no admin token exists") {
+		t.Fatalf("0.0.0.0 with no admin token: %v", err)
+	}
+	code, out, errs := cli("tokens", "create", "--name", "agent", "--scopes", "request")
+	if code != 0 || !tokenLineRE.MatchString(lastLine(out)) {
+		t.Fatalf("tokens create on the store = %d %q %q", code, out, errs)
+	}
+	if _, err := serveAuth(ctx, cfg, store, nil, quiet); err == nil {
+		t.Error("a non-admin token opened a network listen")
+	}
+	if code, _, errs := cli("tokens", "create", "--name", "admin", "--scopes", "admin", "--expires", "1h"); code != 0 {
+		t.Fatalf("admin on the store = %d %q", code, errs)
+	}
+	au, err := serveAuth(ctx, cfg, store, nil, quiet)
+	if err != nil || !au.Require {
+		t.Errorf("0.0.0.0 with an admin token: %v (require %v)", err, au != nil && au.Require)
+	}
+	ts, _ := store.Tokens(ctx)
+	if len(ts) != 2 || !ts[0].Has(tokens.Admin) {
+		t.Errorf("tokens on the store: %v", ts)
+	}
+}
