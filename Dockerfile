@@ -1,5 +1,7 @@
 # Build: docker build -t signoff .
-# Run:   docker run -d --name signoff -p 8080:8080 -v $PWD/configs/personas:/etc/signoff/personas:ro signoff
+# Run:   docker run -d --name signoff -p 8080:8080 -v signoff-data:/home/nonroot/signoff -v $PWD/configs/personas:/etc/signoff/personas:ro signoff
+# (the data dir is a volume: the gateway key and the audit log outlive the container).
+# Many replicas, Redis and the egress proxy: configs/deploy/ (compose and Kubernetes).
 # The API is closed (SIGNOFF_REQUIRE_TOKENS): make the first token inside the container
 # (loopback, while none exists), then the agent's with it:
 #   docker exec signoff signoff tokens create --name admin --scopes admin
@@ -11,15 +13,24 @@ COPY go.mod go.sum ./
 RUN go mod download
 COPY . .
 RUN CGO_ENABLED=0 go build -trimpath -ldflags="-s -w" -o /out/signoff ./cmd/signoff
+# The data dir (gateway key, token secret, audit log) is a volume; made
+# here so it belongs to nonroot (a volume on a missing dir is root's).
+RUN mkdir -p /out/data
 
 FROM gcr.io/distroless/static-debian12:nonroot
 COPY --from=build /out/signoff /usr/local/bin/signoff
+COPY --from=build --chown=65532:65532 /out/data /home/nonroot/signoff
 COPY configs/personas /etc/signoff/personas
 ENV SIGNOFF_LISTEN=0.0.0.0:8080 \
     SIGNOFF_REQUIRE_TOKENS=true \
     SIGNOFF_PERSONAS=/etc/signoff/personas \
     SIGNOFF_DATA_DIR=/home/nonroot/signoff
 USER nonroot:nonroot
+VOLUME ["/home/nonroot/signoff"]
 EXPOSE 8080
+# No shell or curl in distroless: the binary checks itself (SIGNOFF_URL,
+# default http://127.0.0.1:8080; set it if you move SIGNOFF_LISTEN's port).
+HEALTHCHECK --interval=10s --timeout=5s --start-period=10s --retries=3 \
+    CMD ["/usr/local/bin/signoff", "healthcheck", "--ready"]
 ENTRYPOINT ["/usr/local/bin/signoff"]
 CMD ["serve"]

@@ -27,6 +27,7 @@ usage:
   signoff keygen [--out FILE]                make your key for approve/deny
   signoff personas check [DIR]               validate persona files
   signoff audit verify [PATH]                check the audit log's chain and signatures
+  signoff healthcheck [--ready]              exit 0 if the gateway at SIGNOFF_URL is up (ready)
   signoff classify [--json] -- CMD…          risk of a shell command (stdin with --json)
   signoff exec [--persona P] -- CMD…         run; ask first when dangerous
   signoff hook claude-code                   Claude Code PreToolUse hook (JSON on stdin)

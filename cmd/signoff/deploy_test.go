@@ -1,0 +1,309 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"net/http"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/kelseyhightower/envconfig"
+	"gopkg.in/yaml.v3"
+)
+
+// The deploy files (configs/deploy, the Dockerfile) are what people run:
+// they must parse, and every SIGNOFF_* variable and subcommand they name
+// must be one this binary reads and has.
+
+// pendingCommands are subcommands the deploy files use that DESIGN names
+// and another part of the work is still building; each is checked like
+// the others as soon as it is registered.
+var pendingCommands = map[string]string{
+	"proxy": "signoff proxy (DESIGN 1.6), being built by the network work",
+}
+
+func knownEnv(t *testing.T) map[string]bool {
+	t.Helper()
+	var b bytes.Buffer
+	if err := envconfig.Usagef("signoff", &config{}, &b, `{{range .}}{{usage_key .}}{{"\n"}}{{end}}`); err != nil {
+		t.Fatal(err)
+	}
+	known := map[string]bool{}
+	for _, k := range strings.Fields(b.String()) {
+		known[k] = true
+	}
+	if !known["SIGNOFF_REDIS_URL"] || !known["SIGNOFF_DATA_DIR"] {
+		t.Fatalf("envconfig names = %v: the naming changed", known)
+	}
+	return known
+}
+
+func checkCommand(t *testing.T, where string, args []string) {
+	t.Helper()
+	if len(args) == 0 {
+		t.Errorf("%s: no subcommand", where)
+		return
+	}
+	if _, ok := commands[args[0]]; ok {
+		return
+	}
+	if why, ok := pendingCommands[args[0]]; ok {
+		t.Logf("%s: %q is not registered yet: %s", where, args[0], why)
+		return
+	}
+	t.Errorf("%s: signoff has no subcommand %q", where, args[0])
+}
+
+func checkEnv(t *testing.T, where string, known map[string]bool, names []string) {
+	t.Helper()
+	for _, n := range names {
+		if strings.HasPrefix(n, "SIGNOFF_") && !known[n] {
+			t.Errorf("%s: %s is not a variable signoff reads", where, n)
+		}
+	}
+}
+
+func readYAMLDocs(t *testing.T, path string) []map[string]any {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dec := yaml.NewDecoder(bytes.NewReader(b))
+	var docs []map[string]any
+	for {
+		var d map[string]any
+		err := dec.Decode(&d)
+		if err != nil {
+			if err.Error() == "EOF" {
+				return docs
+			}
+			t.Fatalf("%s is not valid YAML: %v", path, err)
+		}
+		if d != nil {
+			docs = append(docs, d)
+		}
+	}
+}
+
+func get(m any, path ...string) any {
+	for _, p := range path {
+		mm, ok := m.(map[string]any)
+		if !ok {
+			return nil
+		}
+		m = mm[p]
+	}
+	return m
+}
+
+func strs(v any) []string {
+	var out []string
+	if l, ok := v.([]any); ok {
+		for _, x := range l {
+			if s, ok := x.(string); ok {
+				out = append(out, s)
+			}
+		}
+	}
+	return out
+}
+
+func keys(v any) []string {
+	var out []string
+	if m, ok := v.(map[string]any); ok {
+		for k := range m {
+			out = append(out, k)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+func TestComposeFileNamesWhatExists(t *testing.T) {
+	known := knownEnv(t)
+	docs := readYAMLDocs(t, filepath.Join("..", "..", "configs", "deploy", "docker-compose.yaml"))
+	if len(docs) != 1 {
+		t.Fatalf("compose file has %d documents, want 1", len(docs))
+	}
+	services, _ := get(docs[0], "services").(map[string]any)
+	for _, name := range []string{"redis", "signoff-1", "signoff-2", "proxy"} {
+		if services[name] == nil {
+			t.Fatalf("compose: no service %q (have %v)", name, keys(services))
+		}
+	}
+	redisCmd := strings.Join(strs(get(services, "redis", "command")), " ")
+	if !strings.Contains(redisCmd, "--requirepass") || !strings.Contains(redisCmd, "--appendonly yes") {
+		t.Errorf("compose: redis command %q, want a password and AOF persistence", redisCmd)
+	}
+	replicas := 0
+	for name, s := range services {
+		if get(s, "image") != "signoff:local" {
+			continue
+		}
+		where := "compose service " + name
+		args := strs(get(s, "command"))
+		if ep := strs(get(s, "entrypoint")); len(ep) > 0 && ep[0] != "/usr/local/bin/signoff" {
+			t.Errorf("%s: entrypoint %v is not the signoff binary", where, ep)
+		}
+		checkCommand(t, where, args)
+		env := keys(get(s, "environment"))
+		checkEnv(t, where, known, env)
+		if len(args) > 0 && args[0] == "serve" {
+			replicas++
+			for _, want := range []string{"SIGNOFF_REDIS_URL", "SIGNOFF_NOSTR_KEY", "SIGNOFF_TOKEN_SECRET", "SIGNOFF_REQUIRE_TOKENS"} {
+				if !slices.Contains(env, want) {
+					t.Errorf("%s: %s is not set (replicas must share it)", where, want)
+				}
+			}
+			vols := strings.Join(strs(get(s, "volumes")), " ")
+			if !strings.Contains(vols, ":/home/nonroot/signoff") {
+				t.Errorf("%s: the data dir is not on a volume: %v", where, vols)
+			}
+			url, _ := get(s, "environment", "SIGNOFF_REDIS_URL").(string)
+			if !strings.Contains(url, ":${REDIS_PASSWORD") {
+				t.Errorf("%s: SIGNOFF_REDIS_URL %q carries no password", where, url)
+			}
+		}
+	}
+	if replicas != 2 {
+		t.Errorf("compose: %d serve replicas, want 2", replicas)
+	}
+}
+
+func TestKubernetesExampleNamesWhatExists(t *testing.T) {
+	known := knownEnv(t)
+	docs := readYAMLDocs(t, filepath.Join("..", "..", "configs", "deploy", "kubernetes", "signoff.yaml"))
+	byKind := map[string]map[string]any{}
+	for _, d := range docs {
+		kind, _ := d["kind"].(string)
+		name, _ := get(d, "metadata", "name").(string)
+		if kind == "" || name == "" {
+			t.Fatalf("a document without kind or name: %v", d)
+		}
+		byKind[kind+"/"+name] = d
+	}
+	secret := byKind["Secret/signoff"]
+	dep := byKind["Deployment/signoff"]
+	if secret == nil || dep == nil || byKind["Service/signoff"] == nil {
+		t.Fatalf("want Secret, Deployment and Service signoff; have %v", keys(anyMap(byKind)))
+	}
+	secretKeys := keys(get(secret, "stringData"))
+	containers, _ := get(dep, "spec", "template", "spec", "containers").([]any)
+	if len(containers) != 1 {
+		t.Fatalf("deployment has %d containers, want 1", len(containers))
+	}
+	c := containers[0]
+	checkCommand(t, "deployment args", strs(get(c, "args")))
+	var env []string
+	for _, e := range get(c, "env").([]any) {
+		name, _ := get(e, "name").(string)
+		env = append(env, name)
+		if ref, ok := get(e, "valueFrom", "secretKeyRef", "key").(string); ok && !slices.Contains(secretKeys, ref) {
+			t.Errorf("env %s reads Secret key %q, which the Secret does not have (%v)", name, ref, secretKeys)
+		}
+	}
+	checkEnv(t, "deployment env", known, env)
+	checkEnv(t, "secret keys", known, secretKeys)
+	for probe, path := range map[string]string{"livenessProbe": "/healthz", "readinessProbe": "/readyz"} {
+		if got := get(c, probe, "httpGet", "path"); got != path {
+			t.Errorf("%s path = %v, want %s", probe, got, path)
+		}
+	}
+	mounted := false
+	for _, m := range get(c, "volumeMounts").([]any) {
+		if get(m, "mountPath") == "/home/nonroot/signoff" {
+			mounted = true
+		}
+	}
+	if !mounted {
+		t.Error("the data dir /home/nonroot/signoff is not on a volume")
+	}
+}
+
+func anyMap(m map[string]map[string]any) map[string]any {
+	out := map[string]any{}
+	for k, v := range m {
+		out[k] = v
+	}
+	return out
+}
+
+// The probes' paths answer on the real gateway, without a token.
+func TestProbePathsAnswer(t *testing.T) {
+	gateway(t, demoPersona)
+	for _, path := range []string{"/healthz", "/readyz"} {
+		res, err := http.Get(os.Getenv("SIGNOFF_URL") + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		res.Body.Close()
+		if res.StatusCode != http.StatusOK {
+			t.Errorf("GET %s = %d, want 200", path, res.StatusCode)
+		}
+	}
+}
+
+var dockerInstr = regexp.MustCompile(`^(ENV|VOLUME|HEALTHCHECK|CMD|ENTRYPOINT)\s+(.*)$`)
+
+func TestDockerfileNamesWhatExists(t *testing.T) {
+	known := knownEnv(t)
+	b, err := os.ReadFile(filepath.Join("..", "..", "Dockerfile"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Join continued lines, then read the final stage's instructions.
+	text := strings.ReplaceAll(string(b), "\\\n", " ")
+	stages := strings.Split(text, "\nFROM ")
+	final := stages[len(stages)-1]
+	env := map[string]string{}
+	var volume, health, cmd string
+	sc := bufio.NewScanner(strings.NewReader(final))
+	for sc.Scan() {
+		m := dockerInstr.FindStringSubmatch(strings.TrimSpace(sc.Text()))
+		if m == nil {
+			continue
+		}
+		switch m[1] {
+		case "ENV":
+			for _, kv := range strings.Fields(m[2]) {
+				if k, v, ok := strings.Cut(kv, "="); ok {
+					env[k] = v
+				}
+			}
+		case "VOLUME":
+			volume = m[2]
+		case "HEALTHCHECK":
+			health = m[2]
+		case "CMD":
+			cmd = m[2]
+		}
+	}
+	var names []string
+	for k := range env {
+		names = append(names, k)
+	}
+	checkEnv(t, "Dockerfile ENV", known, names)
+	if env["SIGNOFF_DATA_DIR"] == "" || !strings.Contains(volume, `"`+env["SIGNOFF_DATA_DIR"]+`"`) {
+		t.Errorf("VOLUME %q does not hold SIGNOFF_DATA_DIR %q", volume, env["SIGNOFF_DATA_DIR"])
+	}
+	_, hc, ok := strings.Cut(health, "CMD ")
+	var hargs []string
+	if ok {
+		if err := yaml.Unmarshal([]byte(hc), &hargs); err != nil || len(hargs) < 2 || hargs[0] != "/usr/local/bin/signoff" {
+			t.Fatalf("HEALTHCHECK %q: want CMD [\"/usr/local/bin/signoff\", …] (no shell in distroless)", health)
+		}
+		checkCommand(t, "HEALTHCHECK", hargs[1:])
+	} else {
+		t.Fatal("the Dockerfile has no HEALTHCHECK CMD")
+	}
+	var cargs []string
+	if err := yaml.Unmarshal([]byte(cmd), &cargs); err != nil {
+		t.Fatalf("CMD %q is not an exec-form list: %v", cmd, err)
+	}
+	checkCommand(t, "CMD", cargs)
+}
