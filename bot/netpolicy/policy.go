@@ -6,6 +6,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+	"unicode"
+	"unicode/utf8"
 )
 
 // Access is what an entry lets through on plain HTTP.
@@ -80,8 +82,8 @@ func (d *Dest) Normalize() error {
 	if d.Port < 1 || d.Port > 65535 {
 		return fmt.Errorf("port %d is not from 1 to 65535", d.Port)
 	}
-	if len(d.Program) > 4096 || strings.ContainsAny(d.Program, "\x00\n\r") {
-		return fmt.Errorf("program must be a path of at most 4096 bytes on one line")
+	if len(d.Program) > 4096 || !shownAsIs(d.Program) {
+		return fmt.Errorf("program must be a path of at most 4096 bytes of printable characters")
 	}
 	if d.Method != "" {
 		m, err := normalizeMethod(d.Method)
@@ -118,8 +120,8 @@ func checkPath(p string, pattern bool) error {
 		return fmt.Errorf("path is longer than %d bytes", MaxPathLen)
 	case !strings.HasPrefix(p, "/"):
 		return fmt.Errorf("path %q must start with /", clip(p))
-	case strings.ContainsAny(p, " \t\r\n\x00?#"):
-		return fmt.Errorf("path %q has a space, control character, ? or #", clip(p))
+	case strings.ContainsFunc(p, func(r rune) bool { return r <= ' ' || r >= 0x7f || r == '?' || r == '#' }):
+		return fmt.Errorf("path %q must be printable ASCII (%%-encoded) without a space, ? or #", clip(p))
 	case !pattern && strings.Contains(p, "*"):
 		return fmt.Errorf("path %q: a request names one path, without *", clip(p))
 	}
@@ -156,7 +158,7 @@ func (e *Entry) Check() error {
 		}
 	}
 	for _, p := range e.Programs {
-		if p == "" || len(p) > 4096 || strings.ContainsAny(p, "\x00\n\r*") {
+		if p == "" || len(p) > 4096 || !shownAsIs(p) || strings.Contains(p, "*") {
 			return fmt.Errorf("%s: program %q must be a path or a file name", e.Key(), clip(p))
 		}
 	}
@@ -347,6 +349,20 @@ func Glob(pattern, s string) bool {
 			continue
 		}
 		return false
+	}
+	return true
+}
+
+// shownAsIs reports whether s can be shown to a person as it is: no
+// control characters, no bidi overrides, only valid UTF-8.
+func shownAsIs(s string) bool {
+	if !utf8.ValidString(s) {
+		return false
+	}
+	for _, r := range s {
+		if !unicode.IsGraphic(r) || unicode.Is(unicode.Bidi_Control, r) || r == '\u200b' {
+			return false
+		}
 	}
 	return true
 }

@@ -241,7 +241,9 @@ func TestDestNormalizeRefusesBadInput(t *testing.T) {
 		{Host: "a.com", Port: 1, Method: "CONNECT"}, {Host: "a.com", Port: 1, Path: "/x"},
 		{Host: "a.com", Port: 1, Method: "GET", Path: "/" + strings.Repeat("a", MaxPathLen)},
 		{Host: "a.com", Port: 1, Method: "GET", Path: "x"}, {Host: "a.com", Port: 1, Method: "GET", Path: "/a*"},
-		{Host: "a.com", Port: 1, Program: "a\nb"},
+		{Host: "a.com", Port: 1, Program: "a\nb"}, {Host: "a.com", Port: 1, Program: "/usr/bin/\u202ecurl"},
+		{Host: "a.com", Port: 1, Program: "/x\x1b[2J"}, {Host: "a.com", Port: 1, Method: "GET", Path: "/\x1b[2J"},
+		{Host: "a.com", Port: 1, Method: "GET", Path: "/ä"},
 	} {
 		if err := d.Normalize(); err == nil {
 			t.Errorf("Normalize(%+v) accepted bad input", d)

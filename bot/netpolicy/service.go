@@ -844,3 +844,35 @@ func (s *Service) audit(ctx context.Context, rev Revision) {
 		s.log().Error("audit policy revision", "n", rev.N, "err", err)
 	}
 }
+
+// Find returns the request or draft of l whose id starts with prefix, as
+// Resolve does on the store (for the CLI, which must sign for the exact
+// request).
+func (l *Listing) Find(prefix string) (*Item, *Draft, error) {
+	prefix = strings.ToLower(strings.TrimSpace(prefix))
+	if prefix == "" {
+		return nil, nil, bot.Errorf(bot.EInvalid, "an id (or the start of one) is required")
+	}
+	var (
+		matches []string
+		it      *Item
+		dr      *Draft
+	)
+	for i := range l.Requests {
+		if strings.HasPrefix(l.Requests[i].ID, prefix) {
+			matches, it = append(matches, "request "+l.Requests[i].ID), &l.Requests[i]
+		}
+	}
+	for i := range l.Drafts {
+		if strings.HasPrefix(l.Drafts[i].ID, prefix) {
+			matches, dr = append(matches, "draft "+l.Drafts[i].ID), &l.Drafts[i]
+		}
+	}
+	switch len(matches) {
+	case 0:
+		return nil, nil, bot.Errorf(bot.ENotFound, "no network request or draft starts with %q (see `signoff net requests --all`)", prefix)
+	case 1:
+		return it, dr, nil
+	}
+	return nil, nil, bot.Errorf(bot.EInvalid, "%q is the start of more than one id: %s", prefix, strings.Join(matches, ", "))
+}

@@ -318,7 +318,11 @@ func (p *Proxy) forward(w http.ResponseWriter, r *http.Request) {
 	if path == "" {
 		path = "/"
 	}
-	if len(r.URL.EscapedPath()) > netpolicy.MaxPathLen {
+	wire := r.URL.EscapedPath() // what policy paths are written as
+	if wire == "" {
+		wire = "/"
+	}
+	if len(wire) > netpolicy.MaxPathLen {
 		http.Error(w, fmt.Sprintf("signoff proxy: path longer than %d bytes\n", netpolicy.MaxPathLen), http.StatusRequestURITooLong)
 		return
 	}
@@ -333,8 +337,8 @@ func (p *Proxy) forward(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	program := p.program(r)
-	if _, ok := rev.Policy.AllowsCall(host, port, program, r.Method, path); !ok {
-		p.refuse(w, r, rev, netpolicy.Dest{Host: host, Port: port, Program: program, Method: r.Method, Path: cleanPath(path)})
+	if _, ok := rev.Policy.AllowsCall(host, port, program, r.Method, wire); !ok {
+		p.refuse(w, r, rev, netpolicy.Dest{Host: host, Port: port, Program: program, Method: r.Method, Path: cleanPath(wire)})
 		return
 	}
 	rp := &httputil.ReverseProxy{

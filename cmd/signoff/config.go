@@ -20,12 +20,14 @@ type config struct {
 	Personas string `default:"configs/personas" desc:"folder of persona files"`
 	RedisURL string `split_words:"true" desc:"real Redis; empty: embedded in-memory"`
 	// AuditPath defaults to DataDir/audit.jsonl.
-	AuditPath string `split_words:"true" desc:"audit log file"`
-	NostrKey  secret `split_words:"true" desc:"the gateway's own key (nsec or hex)"`
-	Key       string `desc:"a person's key file for approve/deny"`
-	Persona   string `default:"demo" desc:"persona used by request and exec when --persona is not given"`
-	Rules     string `desc:"risk rules file overriding the embedded default"`
-	LogLevel  string `split_words:"true" default:"info" desc:"debug, info, warn or error"`
+	AuditPath   string `split_words:"true" desc:"audit log file"`
+	NostrKey    secret `split_words:"true" desc:"the gateway's own key (nsec or hex)"`
+	Key         string `desc:"a person's key file for approve/deny"`
+	Persona     string `default:"demo" desc:"persona used by request and exec when --persona is not given"`
+	Rules       string `desc:"risk rules file overriding the embedded default"`
+	LogLevel    string `split_words:"true" default:"info" desc:"debug, info, warn or error"`
+	NetPolicy   string `split_words:"true" default:"configs/network/policy.yaml" desc:"the network policy file"`
+	NetBoundary string `split_words:"true" desc:"file of host:port patterns that may ever be approved; empty: no boundary"`
 	// StoreCheck is how often serve checks that Redis still holds the
 	// personas it loaded (an empty restart is noticed and reloaded).
 	StoreCheck time.Duration `split_words:"true" default:"1s" desc:"how often serve checks Redis still holds its personas"`

@@ -34,6 +34,8 @@ usage:
   signoff mcp                                MCP server on stdio (request_approval, classify)
   signoff tokens [create|revoke]             list, make (printed once) and revoke API tokens
   signoff ext install MANIFEST [--yes]       show what an extension asks for, then make its token
+  signoff proxy [--listen ADDR] [--persona P] the egress proxy (HTTPS_PROXY / HTTP_PROXY for the agent)
+  signoff net request|requests|approve|deny|policy   network access requests and policy revisions
 
 Exit codes: 0 approved / ok, 1 denied, expired or check failed, 2 usage or server error.
 Configuration comes from SIGNOFF_* environment variables; see the README.

@@ -149,7 +149,13 @@ func serve(ctx context.Context, a *app, args []string) int {
 		}()
 	}
 
+	netSvc, err := startNetwork(ctx, cfg, g, store, audit, log)
+	if err != nil {
+		return a.fail(err)
+	}
+	defer netSvc.Close()
 	api := &httpapi.Server{
+		Network: netSvc,
 		Gateway: g,
 		Ready:   keeper.Ready,
 		Metrics: promhttp.HandlerFor(reg, promhttp.HandlerOpts{}),

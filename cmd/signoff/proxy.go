@@ -1,0 +1,75 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"sync"
+	"time"
+
+	"github.com/signoff/signoff/bot/httpapi"
+	"github.com/signoff/signoff/bot/proxy"
+)
+
+func init() { commands["proxy"] = proxyCmd }
+
+// proxyCmd runs the egress proxy, learning the policy from the gateway.
+func proxyCmd(ctx context.Context, a *app, args []string) int {
+	fs := a.flags("proxy", "proxy [--listen 127.0.0.1:8181] [--persona P]")
+	listen := fs.String("listen", "127.0.0.1:8181", "address to serve the proxy on")
+	persona := fs.String("persona", "", "persona the drafts are filed for (default $SIGNOFF_PERSONA)")
+	maxConns := fs.Int("max-conns", 512, "clients served at once")
+	if code, ok := parse(fs, args); !ok {
+		return code
+	}
+	if fs.NArg() > 0 {
+		return a.failf("proxy takes flags only (unexpected %q)", fs.Arg(0))
+	}
+	cfg, err := loadConfig()
+	if err != nil {
+		return a.fail(err)
+	}
+	log, err := cfg.logger(a.stderr)
+	if err != nil {
+		return a.fail(err)
+	}
+	if *persona == "" {
+		*persona = cfg.Persona
+	}
+	ln, err := net.Listen("tcp", *listen)
+	if err != nil {
+		return a.failf("cannot listen on %s: %v", *listen, err)
+	}
+	p := &proxy.Proxy{Source: httpapi.NewClient(cfg.URL), Persona: *persona, Logger: log, MaxConns: *maxConns}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() { defer wg.Done(); p.Run(ctx) }()
+	log.Info("signoff proxy listening; loading the network policy", "addr", ln.Addr().String(), "gateway", cfg.URL, "persona", *persona)
+	serveErr := make(chan error, 1)
+	go func() { serveErr <- p.Serve(ctx, ln) }() // refuses everything until a policy is in force
+	for loaded := false; !loaded; {
+		select {
+		case <-p.Loaded():
+			loaded = true
+		case <-ctx.Done():
+			cancel()
+			wg.Wait()
+			return 0
+		case <-time.After(5 * time.Second):
+			fmt.Fprintf(a.stderr, "still waiting for the network policy from the gateway at %s (is `signoff serve` running?); refusing everything meanwhile\n", cfg.URL)
+		}
+	}
+	fmt.Fprintf(a.stderr, "network policy revision %d in force; start the agent with HTTPS_PROXY=http://%s HTTP_PROXY=http://%s\n", p.Revision().N, ln.Addr(), ln.Addr())
+	if a.ready != nil {
+		a.ready(ln.Addr().String())
+	}
+	err = <-serveErr
+	cancel()
+	wg.Wait()
+	if err != nil {
+		return a.failf("proxy stopped: %v", err)
+	}
+	return 0
+}
