@@ -78,7 +78,7 @@ func netRequest(ctx context.Context, a *app, args []string) int {
 	if *persona == "" {
 		*persona = cfg.Persona
 	}
-	c := httpapi.NewClient(cfg.URL)
+	c := cfg.client()
 	f, err := c.FileNetRequest(ctx, httpapi.NetRequestBody{Persona: *persona, Host: *host, Port: *port, Program: *program, Method: *method, Path: *path, Reason: *reason})
 	if err != nil {
 		return a.fail(err)
@@ -129,7 +129,7 @@ func netRequests(ctx context.Context, a *app, args []string) int {
 	if err != nil {
 		return a.fail(err)
 	}
-	l, err := httpapi.NewClient(cfg.URL).NetRequests(ctx, *all)
+	l, err := cfg.client().NetRequests(ctx, *all)
 	if err != nil {
 		return a.fail(err)
 	}
@@ -215,7 +215,7 @@ func netApprove(ctx context.Context, a *app, args []string) int {
 	if err != nil {
 		return a.fail(err)
 	}
-	c := httpapi.NewClient(cfg.URL)
+	c := cfg.client()
 	l, err := c.NetRequests(ctx, true)
 	if err != nil {
 		return a.fail(err)
@@ -361,7 +361,7 @@ func netDeny(ctx context.Context, a *app, args []string) int {
 	if err != nil {
 		return a.fail(err)
 	}
-	c := httpapi.NewClient(cfg.URL)
+	c := cfg.client()
 	l, err := c.NetRequests(ctx, true)
 	if err != nil {
 		return a.fail(err)
@@ -412,7 +412,7 @@ func netPolicy(ctx context.Context, a *app, args []string) int {
 		return a.fail(err)
 	}
 	n := max(*rev, *diff)
-	r, err := httpapi.NewClient(cfg.URL).Policy(ctx, n)
+	r, err := cfg.client().Policy(ctx, n)
 	if err != nil {
 		return a.fail(err)
 	}

@@ -7,7 +7,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/signoff/signoff/bot/httpapi"
 	"github.com/signoff/signoff/bot/proxy"
 )
 
@@ -40,7 +39,7 @@ func proxyCmd(ctx context.Context, a *app, args []string) int {
 	if err != nil {
 		return a.failf("cannot listen on %s: %v", *listen, err)
 	}
-	p := &proxy.Proxy{Source: httpapi.NewClient(cfg.URL), Persona: *persona, Logger: log, MaxConns: *maxConns}
+	p := &proxy.Proxy{Source: cfg.client(), Persona: *persona, Logger: log, MaxConns: *maxConns}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	var wg sync.WaitGroup
