@@ -416,3 +416,41 @@ func TestNonLoopbackCallerNeedsAToken(t *testing.T) {
 		}
 	}
 }
+
+// TestExtensionCannotAskForADoorItDidNotDeclare: an extension whose manifest
+// declared pypi.org:443 (what the person agreed to) asks for network access
+// to somewhere else, directly and as a proxy draft.
+func TestExtensionCannotAskForADoorItDidNotDeclare(t *testing.T) {
+	f := authSetup(t)
+	tok := f.mint(t, tokens.Spec{Name: "pypi-audit", Ext: "pypi-audit", Scopes: []tokens.Scope{tokens.NetRequest}, Network: []string{"pypi.org:443"}})
+	for _, path := range []string{"/v1/network/requests", "/v1/network/drafts"} {
+		for _, body := range []string{
+			`{"persona":"demo","host":"evil.example","port":443,"reason":"r"}`,
+			`{"persona":"demo","host":"pypi.org","port":22,"reason":"r"}`,
+			`{"persona":"demo","host":"pypi.org.evil.example","port":443,"reason":"r"}`,
+		} {
+			status, e, raw := f.call(t, "POST", path, tok, body)
+			if status != 403 || !strings.Contains(e.Error, `token "pypi-audit" may ask only for pypi.org:443`) {
+				t.Errorf("%s %s: %d %s", path, body, status, raw)
+			}
+		}
+		status, e, raw := f.call(t, "POST", path, tok, `{"persona":"demo","host":"pypi.org","port":443,"reason":"r"}`)
+		if status == 401 || status == 403 {
+			t.Errorf("%s for its declared door: %d %s %s", path, status, e.Code, raw)
+		}
+	}
+	l, err := f.api.Network.List(context.Background(), true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range l.Requests {
+		if r.Dest.Host != "pypi.org" || r.Dest.Port != 443 {
+			t.Errorf("a refused ask was filed: %+v", r)
+		}
+	}
+	for _, d := range l.Drafts {
+		if d.Dest.Host != "pypi.org" || d.Dest.Port != 443 {
+			t.Errorf("a refused draft was filed: %+v", d)
+		}
+	}
+}
