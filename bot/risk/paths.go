@@ -19,6 +19,7 @@ const (
 type pathPattern struct {
 	anchor anchor
 	comps  []string
+	globs  []bool // comps[i] holds a wildcard (patterns only; nil: unknown)
 }
 
 func compilePaths(ps []string, where string) ([]pathPattern, error) {
@@ -36,7 +37,11 @@ func compilePaths(ps []string, where string) ([]pathPattern, error) {
 		if len(pp.comps) == 0 {
 			return nil, fmt.Errorf("%s: pattern %q would match every path under it", where, p)
 		}
-		out = append(out, pathPattern{pp.anchor, pp.comps})
+		g := make([]bool, len(pp.comps))
+		for i, c := range pp.comps {
+			g[i] = strings.ContainsAny(c, "*?[\\")
+		}
+		out = append(out, pathPattern{pp.anchor, pp.comps, g})
 	}
 	return out, nil
 }
@@ -93,7 +98,7 @@ func splitPath(p string) pathPattern {
 			a, comps = anchorHome, comps[1:]
 		}
 	}
-	return pathPattern{a, comps}
+	return pathPattern{anchor: a, comps: comps}
 }
 
 // matches reports whether path p is the pattern's path or lies inside it.
@@ -103,14 +108,33 @@ func (pt *pathPattern) matches(p *pathPattern) bool {
 		if p.anchor != pt.anchor || len(p.comps) < n {
 			return false
 		}
-		return compsMatch(pt.comps, p.comps[:n])
+		return pt.compsMatch(p.comps[:n])
 	}
 	for i := 0; i+n <= len(p.comps); i++ {
-		if compsMatch(pt.comps, p.comps[i:i+n]) {
+		if pt.compsMatch(p.comps[i : i+n]) {
 			return true
 		}
 	}
 	return false
+}
+
+func (pt *pathPattern) compsMatch(comps []string) bool {
+	if pt.globs == nil {
+		return compsMatch(pt.comps, comps)
+	}
+	for i, pc := range pt.comps {
+		c := comps[i]
+		if pc == c {
+			continue
+		}
+		if !pt.globs[i] && strings.IndexByte(c, '*') < 0 && strings.IndexByte(c, '?') < 0 && strings.IndexByte(c, '[') < 0 {
+			return false // two plain names, and they differ
+		}
+		if !compMatch(pc, c) {
+			return false
+		}
+	}
+	return true
 }
 
 func compsMatch(pat, comps []string) bool {
@@ -178,11 +202,34 @@ func (r *Rules) sensitive(text string) bool {
 	if text == "" || text == unknownMark {
 		return false
 	}
-	if !strings.ContainsAny(text, "*?[") {
+	glob := strings.ContainsAny(text, "*?[")
+	if !glob {
 		// Fast path: a path without wildcards names a secret only if it
-		// holds some pattern's literal fragment.
-		if !r.fragGate.any(text) {
+		// holds some pattern's literal fragment; only those patterns are
+		// tried.
+		var cand [16]int
+		n, ok := r.fragGate.candidates(text, cand[:])
+		if !ok {
+			glob = true // more candidates than the buffer: try them all
+		} else if n == 0 {
 			return false
+		} else {
+			p := splitPath(text)
+			if len(p.comps) == 0 {
+				return false
+			}
+			hit := false
+			for _, i := range cand[:n] {
+				if r.sensPaths[i].matches(&p) {
+					hit = true
+					break
+				}
+			}
+			if !hit {
+				return false
+			}
+			last := pathPattern{anchor: anchorNone, comps: p.comps[len(p.comps)-1:]}
+			return !anyMatch(r.notSens, &last)
 		}
 	}
 	p := splitPath(text)
@@ -192,7 +239,7 @@ func (r *Rules) sensitive(text string) bool {
 	if !anyMatch(r.sensPaths, &p) {
 		return false
 	}
-	last := pathPattern{anchorNone, p.comps[len(p.comps)-1:]}
+	last := pathPattern{anchor: anchorNone, comps: p.comps[len(p.comps)-1:]}
 	return !anyMatch(r.notSens, &last)
 }
 
@@ -296,36 +343,48 @@ func shorten(s string) string {
 type fragIndex struct {
 	all    bool      // a literal shorter than two bytes: every text passes
 	first  [256]bool // a literal starts with this byte
-	byPair map[uint16][]string
+	byPair map[uint16][]frag
+}
+
+type frag struct {
+	text string
+	idx  int // the pattern it belongs to
 }
 
 func newFragIndex(frags []string) fragIndex {
-	x := fragIndex{byPair: map[uint16][]string{}}
-	for _, f := range frags {
+	x := fragIndex{byPair: map[uint16][]frag{}}
+	for i, f := range frags {
 		if len(f) < 2 {
 			x.all = true
 			continue
 		}
 		x.first[f[0]] = true
 		k := uint16(f[0])<<8 | uint16(f[1])
-		x.byPair[k] = append(x.byPair[k], f)
+		x.byPair[k] = append(x.byPair[k], frag{f, i})
 	}
 	return x
 }
 
-func (x *fragIndex) any(text string) bool {
+// candidates writes the patterns whose literal the text holds into buf;
+// false when they do not fit (or every text passes).
+func (x *fragIndex) candidates(text string, buf []int) (int, bool) {
 	if x.all {
-		return true
+		return 0, false
 	}
+	n := 0
 	for i := 0; i+1 < len(text); i++ {
 		if !x.first[text[i]] {
 			continue
 		}
 		for _, f := range x.byPair[uint16(text[i])<<8|uint16(text[i+1])] {
-			if strings.HasPrefix(text[i:], f) {
-				return true
+			if strings.HasPrefix(text[i:], f.text) {
+				if n == len(buf) {
+					return n, false
+				}
+				buf[n] = f.idx
+				n++
 			}
 		}
 	}
-	return false
+	return n, true
 }

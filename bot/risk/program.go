@@ -317,7 +317,7 @@ func (w *walker) apply(name string, p *Program, args []word, cx ctx, full bool) 
 	}
 	delWhen := p.Deletes != nil && len(p.Deletes.When) == 0
 	writeWhen := p.Writes != nil && !p.Writes.when.any
-	var positionals []word
+	positionals := make([]word, 0, len(args))
 	endOpts := false
 	for i := 0; i < len(args); i++ {
 		a := args[i]

@@ -213,6 +213,11 @@ func plainWords(cmd string) ([]word, bool) {
 			if strings.ContainsAny(q, "$`[") || c == '"' && strings.ContainsAny(q, "\\!") {
 				return nil, false // a[$(cmd)] is for the parser's checks
 			}
+			for k := 0; k < len(q); k++ {
+				if q[k] < 0x20 || q[k] > 0x7e {
+					return nil, false // control bytes and non-ASCII: the parser decides
+				}
+			}
 			if !copied {
 				b.Reset()
 				b.WriteString(cmd[start:i])
