@@ -50,6 +50,7 @@ var wantAccess = map[string]string{
 	"POST /v1/network/requests/{id}/approve": "admin",
 	"POST /v1/network/requests/{id}/deny":    "admin",
 	"GET /v1/network/policy":                 "net:request,admin",
+	"POST /v1/classify":                      "classify",
 }
 
 type authFixture struct {
@@ -87,11 +88,12 @@ func authSetup(t *testing.T) *authFixture {
 	// walked (TestWalkFixtureSetsEveryDependency keeps it so).
 	f.api = &httpapi.Server{
 		Gateway: env.Gateway, Ready: env.Store.Ping, Metrics: ok,
-		Extra:   map[string]http.Handler{"POST /slack/events": ok, "POST /slack/interactions": ok, "POST /discord/interactions": ok},
-		Auth:    &httpapi.Auth{Tokens: env.Store, Secret: tokens.NewSecret(), Audit: env.Audit},
-		Network: netsvc,
-		Logger:  quiet,
-		Now:     time.Now,
+		Extra:      map[string]http.Handler{"POST /slack/events": ok, "POST /slack/interactions": ok, "POST /discord/interactions": ok},
+		Auth:       &httpapi.Auth{Tokens: env.Store, Secret: tokens.NewSecret(), Audit: env.Audit},
+		Network:    netsvc,
+		Classifier: risk.Default(),
+		Logger:     quiet,
+		Now:        time.Now,
 	}
 	f.srv = httptest.NewServer(f.api.Handler())
 	t.Cleanup(f.srv.Close)
@@ -452,5 +454,24 @@ func TestExtensionCannotAskForADoorItDidNotDeclare(t *testing.T) {
 		if d.Dest.Host != "pypi.org" || d.Dest.Port != 443 {
 			t.Errorf("a refused draft was filed: %+v", d)
 		}
+	}
+}
+
+func TestClassifyRoute(t *testing.T) {
+	f := authSetup(t)
+	tok := f.mint(t, tokens.Spec{Name: "linter", Scopes: []tokens.Scope{tokens.Classify}})
+	status, _, raw := f.call(t, "POST", "/v1/classify", tok, `{"action":"rm -rf /"}`)
+	var a bot.Assessment
+	json.Unmarshal([]byte(raw), &a)
+	if status != 200 || a.Level != bot.Dangerous || len(a.Reasons) == 0 {
+		t.Errorf("classify: %d %s", status, raw)
+	}
+	for _, body := range []string{`{"action":""}`, `{"kind":"magic","action":"ls"}`, `{"action":"ls","persona":"x"}`} {
+		if status, e, raw := f.call(t, "POST", "/v1/classify", tok, body); status != 400 || e.Code != bot.EInvalid {
+			t.Errorf("%s: %d %s", body, status, raw)
+		}
+	}
+	if rs, _ := f.env.Store.List(context.Background(), bot.Filter{}); len(rs) != 0 {
+		t.Errorf("classify filed %d requests", len(rs))
 	}
 }

@@ -48,6 +48,8 @@ type Server struct {
 	Auth *Auth
 	// Network serves the network routes (network.go); nil: none.
 	Network Network
+	// Classifier serves POST /v1/classify (classify.go); nil: no route.
+	Classifier bot.Classifier
 }
 
 // Handler returns the API's routes, each behind its Access (auth.go).
@@ -71,6 +73,7 @@ func (s *Server) routes() *Mux {
 	})
 	mux.HandleFunc("GET /readyz", Public, s.ready)
 	s.tokenRoutes(mux)
+	s.classifyRoutes(mux)
 	s.networkRoutes(mux)
 	if s.Metrics != nil {
 		mux.Handle("GET /metrics", Public, s.Metrics)

@@ -155,13 +155,14 @@ func serve(ctx context.Context, a *app, args []string) int {
 	}
 	defer netSvc.Close()
 	api := &httpapi.Server{
-		Network: netSvc,
-		Gateway: g,
-		Ready:   keeper.Ready,
-		Metrics: promhttp.HandlerFor(reg, promhttp.HandlerOpts{}),
-		Extra:   plat.handlers,
-		Logger:  log,
-		Auth:    auth,
+		Network:    netSvc,
+		Gateway:    g,
+		Ready:      keeper.Ready,
+		Metrics:    promhttp.HandlerFor(reg, promhttp.HandlerOpts{}),
+		Extra:      plat.handlers,
+		Logger:     log,
+		Auth:       auth,
+		Classifier: classifier,
 	}
 	ln, err := net.Listen("tcp", cfg.Listen)
 	if err != nil {
