@@ -49,6 +49,10 @@ func TestRedisRestartedBetweenVotes(t *testing.T) {
 					t.Errorf("%s /readyz = %d %s with Redis down, want a failure", r.name, code, body)
 				}
 			}
+			// The image's HEALTHCHECK says so too.
+			if code, out := f.cli(t, "healthcheck", "--ready", "--url", "http://"+a.addr); code != 1 || !strings.Contains(out, "unhealthy") {
+				t.Errorf("signoff healthcheck --ready with Redis down = %d %q, want 1 unhealthy", code, out)
+			}
 			if _, err := b.api.PostEvent(ctxT(t, 10*time.Second), reaction(t, f.people.carol, req, bot.Approve)); err == nil {
 				t.Errorf("a vote was accepted with Redis down")
 			}
