@@ -51,6 +51,7 @@ var wantAccess = map[string]string{
 	"POST /v1/network/requests/{id}/deny":    "admin",
 	"GET /v1/network/policy":                 "net:request,admin",
 	"POST /v1/classify":                      "classify",
+	"GET /v1/tokens/self":                    "request,check,read:requests,classify,net:request,publish,admin",
 }
 
 type authFixture struct {
@@ -473,5 +474,44 @@ func TestClassifyRoute(t *testing.T) {
 	}
 	if rs, _ := f.env.Store.List(context.Background(), bot.Filter{}); len(rs) != 0 {
 		t.Errorf("classify filed %d requests", len(rs))
+	}
+}
+
+func TestSelfTokenShowsItsOwnDoorsOnly(t *testing.T) {
+	f := authSetup(t)
+	tok := f.mint(t, tokens.Spec{Name: "pypi-audit", Ext: "pypi-audit", Scopes: []tokens.Scope{tokens.ReadRequests}, Network: []string{"pypi.org:443"}})
+	f.mint(t, tokens.Spec{Name: "other", Scopes: []tokens.Scope{tokens.Admin}})
+	c := httpapi.NewClient(f.srv.URL)
+	c.Token = tok
+	self, err := c.SelfToken(context.Background())
+	if err != nil || self.Name != "pypi-audit" || len(self.Network) != 1 || self.Network[0] != "pypi.org:443" || len(self.Hash) != 0 {
+		t.Errorf("self = %+v, %v", self, err)
+	}
+	if status, _, raw := f.call(t, "GET", "/v1/tokens/self", "", ""); status != 401 {
+		t.Errorf("self without a token: %d %s", status, raw)
+	}
+	// The record's JSON never carries the hash.
+	_, _, raw := f.call(t, "GET", "/v1/tokens/self", tok, "")
+	if strings.Contains(raw, "hash") {
+		t.Errorf("the record shows its hash: %s", raw)
+	}
+}
+
+func TestLastUseIsRecorded(t *testing.T) {
+	f := authSetup(t)
+	tok := f.mint(t, tokens.Spec{Name: "reader", Scopes: []tokens.Scope{tokens.ReadRequests}})
+	before := time.Now().Add(-time.Second)
+	if status, _, raw := f.call(t, "GET", "/v1/requests", tok, ""); status != 200 {
+		t.Fatalf("%d %s", status, raw)
+	}
+	ts, err := f.env.Store.Tokens(context.Background())
+	if err != nil || len(ts) != 1 || ts[0].LastUsed.Before(before) {
+		t.Errorf("last used not recorded: %+v %v", ts, err)
+	}
+	// A revoked token's late touch does not bring a record back.
+	f.env.Store.RevokeToken(context.Background(), "reader")
+	f.env.Store.TouchToken(context.Background(), ts[0].ID, time.Now())
+	if got, err := f.env.Store.Token(context.Background(), ts[0].ID); err == nil {
+		t.Errorf("a touch resurrected a revoked token: %+v", got)
 	}
 }

@@ -22,6 +22,19 @@ func (s *Server) tokenRoutes(mux *Mux) {
 	mux.HandleFunc("POST /v1/tokens", first, s.createToken)
 	mux.HandleFunc("GET /v1/tokens", Needs(tokens.Admin), s.listTokens)
 	mux.HandleFunc("DELETE /v1/tokens/{name}", Needs(tokens.Admin), s.revokeToken)
+	// Any valid token may read its own record: how the egress proxy can
+	// learn the doors an extension's token declared (Token.Doors), asking
+	// on every connection so a revocation holds at once.
+	mux.HandleFunc("GET /v1/tokens/self", Needs(tokens.All...), s.selfToken)
+}
+
+func (s *Server) selfToken(w http.ResponseWriter, r *http.Request) {
+	t := TokenFrom(r.Context())
+	if t == nil {
+		s.fail(w, r, bot.Errorf(bot.EInvalid, "no token was sent, so there is none to describe"))
+		return
+	}
+	writeJSON(w, http.StatusOK, t)
 }
 
 // NewToken is the body of POST /v1/tokens.

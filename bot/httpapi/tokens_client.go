@@ -34,3 +34,13 @@ func (c *Client) Tokens(ctx context.Context) ([]*tokens.Token, error) {
 func (c *Client) RevokeToken(ctx context.Context, name string) error {
 	return c.do(ctx, http.MethodDelete, "/v1/tokens/"+url.PathEscape(name), "", nil, nil)
 }
+
+// SelfToken returns the record of the token the client sends (its scopes,
+// personas and declared network doors).
+func (c *Client) SelfToken(ctx context.Context) (*tokens.Token, error) {
+	var t tokens.Token
+	if err := c.do(ctx, http.MethodGet, "/v1/tokens/self", "", nil, &t); err != nil {
+		return nil, err
+	}
+	return &t, nil
+}
