@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"os"
 
 	"github.com/signoff/signoff/signing"
 )
@@ -10,10 +11,14 @@ import (
 func init() { commands["keygen"] = keygen }
 
 func keygen(ctx context.Context, a *app, args []string) int {
-	fs := a.flags("keygen", "keygen [--out FILE]")
+	fs := a.flags("keygen", "keygen [--out FILE] | keygen --show [--out FILE]")
 	out := fs.String("out", "", "where to write the key (default $SIGNOFF_KEY or the user config dir)")
+	showNpub := fs.Bool("show", false, "print the npub of the key you already have, and where it is")
 	if code, ok := parse(fs, args); !ok {
 		return code
+	}
+	if *showNpub {
+		return showKey(a, *out)
 	}
 	path := *out
 	if path == "" {
@@ -29,6 +34,28 @@ func keygen(ctx context.Context, a *app, args []string) int {
 	}
 	fmt.Fprintf(a.stderr, "wrote your secret key to %s (mode 0600; keep it secret)\n", path)
 	fmt.Fprintf(a.stderr, "put this in a persona file to make yourself an owner or member:\n\n  owner:\n    name: you\n    nostr: %s\n\n", k.Npub())
+	fmt.Fprintln(a.stdout, k.Npub())
+	return 0
+}
+
+// showKey prints the npub of an existing key: what a persona file needs.
+func showKey(a *app, path string) int {
+	if path == "" {
+		cfg, err := loadConfig()
+		if err != nil {
+			return a.fail(err)
+		}
+		path = cfg.keyPath()
+	}
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		return a.failf("no key at %s (%v): run `signoff init` or `signoff keygen`", path, err)
+	}
+	k, err := signing.ParseKey(string(raw))
+	if err != nil {
+		return a.failf("key file %s: %v", path, err)
+	}
+	fmt.Fprintf(a.stderr, "your key is %s\n", path)
 	fmt.Fprintln(a.stdout, k.Npub())
 	return 0
 }

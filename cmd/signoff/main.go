@@ -22,9 +22,12 @@ const usage = `signoff — an approval gateway for AI agents
 usage:
   signoff serve                              run the gateway
   signoff request [flags] -- CMD…            ask for approval and wait (or --action TEXT)
+  signoff init                               first run: your key, a persona owned by you, agent config
   signoff pending                            list requests waiting for an answer
-  signoff approve ID | signoff deny ID       answer with your own signed Nostr reaction
-  signoff keygen [--out FILE]                make your key for approve/deny
+  signoff show [--json] ID                   one request whole: action, votes, who may still answer
+  signoff withdraw [--reason R] ID           take back a pending request
+  signoff approve|deny [--reason R] ID       answer with your own signed Nostr reaction
+  signoff keygen [--out FILE] | --show       make your key for approve/deny (--show: your npub again)
   signoff personas check [DIR]               validate persona files
   signoff audit verify [PATH]                check the audit log's chain and signatures
   signoff healthcheck [--ready]              exit 0 if the gateway at SIGNOFF_URL is up (ready)

@@ -207,10 +207,14 @@ func loadPersonas(dir string, log *slog.Logger) ([]bot.Persona, error) {
 		err      error
 	)
 	if _, statErr := os.Stat(dir); errors.Is(statErr, os.ErrNotExist) && dir == "configs/personas" {
+		dir = userPersonasDir() // where `signoff init` writes yours
+	}
+	if _, statErr := os.Stat(dir); errors.Is(statErr, os.ErrNotExist) && dir == userPersonasDir() {
 		personas, problems, err = loadEmbeddedPersonas()
-		log.Info("personas: configs/personas not found here; using the embedded example")
+		log.Info("personas: configs/personas not found here, nor " + dir + "; using the embedded example (run `signoff init` to make one you own)")
 	} else {
 		personas, problems, err = quorum.LoadDir(dir)
+		log.Info("personas", "dir", dir)
 	}
 	if err != nil {
 		return nil, err
