@@ -494,11 +494,35 @@ func (w *walker) apply(name string, p *Program, args []word, cx ctx, full bool) 
 
 func globAny(patterns []string, s string) bool {
 	for _, p := range patterns {
-		if p == s || wildMatch(p, s) {
+		if p == s || globMatch(p, s) {
 			return true
 		}
 	}
 	return false
+}
+
+// globMatch is wildMatch with the common shapes done directly: LIT,
+// *LIT, LIT*, *LIT* (LIT without wildcards).
+func globMatch(p, s string) bool {
+	if !strings.ContainsAny(p, "*?[\\") {
+		return p == s
+	}
+	if len(p) >= 2 && p[0] == '*' {
+		mid := p[1:]
+		if mid[len(mid)-1] == '*' {
+			if lit := mid[:len(mid)-1]; !strings.ContainsAny(lit, "*?[\\") {
+				return strings.Contains(s, lit)
+			}
+		} else if !strings.ContainsAny(mid, "*?[\\") {
+			return strings.HasSuffix(s, mid)
+		}
+	}
+	if p[len(p)-1] == '*' {
+		if lit := p[:len(p)-1]; !strings.ContainsAny(lit, "*?[\\") {
+			return strings.HasPrefix(s, lit)
+		}
+	}
+	return wildMatch(p, s)
 }
 
 // wildMatch matches s against a glob where * and ? match any bytes,
