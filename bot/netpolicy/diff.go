@@ -45,7 +45,7 @@ func NewEntries(a, b Policy) Policy {
 // LineDiff shows how text a became b, line by line ("  " kept, "- "
 // removed, "+ " added), with up to two lines of context around changes.
 func LineDiff(a, b string) []string {
-	x, y := strings.Split(a, "\n"), strings.Split(b, "\n")
+	x, y := strings.Split(strings.TrimSuffix(a, "\n"), "\n"), strings.Split(strings.TrimSuffix(b, "\n"), "\n")
 	// Longest common subsequence; policy files are small.
 	if len(x)*len(y) > 4_000_000 {
 		return []string{"(files too large to compare line by line)"}

@@ -12,8 +12,12 @@ import (
 	"gopkg.in/yaml.v3"
 )
 
-// MaxPolicyFile caps a policy or boundary file's size.
-const MaxPolicyFile = 1 << 20
+// MaxPolicyFile caps a policy or boundary file's size (a few thousand
+// entries; parsing stays well under a second).
+const MaxPolicyFile = 256 << 10
+
+// maxProblems stops a file's problems from being listed past this many.
+const maxProblems = 50
 
 // MaxEntries caps the entries of one policy.
 const MaxEntries = 10000
@@ -50,6 +54,12 @@ func (ps Problems) Error() string {
 func Parse(file string, data []byte) (Policy, Problems) {
 	var ps Problems
 	bad := func(n *yaml.Node, format string, args ...any) {
+		if len(ps) == maxProblems {
+			ps = append(ps, Problem{File: file, Message: "too many problems; stopping here"})
+		}
+		if len(ps) > maxProblems {
+			return
+		}
 		p := Problem{File: file, Message: fmt.Sprintf(format, args...)}
 		if n != nil {
 			p.Line, p.Column = n.Line, n.Column

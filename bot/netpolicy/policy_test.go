@@ -365,3 +365,27 @@ func TestWriteFileAtomic(t *testing.T) {
 		t.Fatalf("got %q mode %v", b, st.Mode())
 	}
 }
+
+func TestLineDiff(t *testing.T) {
+	a := "a\nb\nc\nd\ne\nf\ng\n"
+	b := "a\nb\nc\nd\nX\ne\nf\ng\n"
+	got := LineDiff(a, b)
+	want := []string{"  c", "  d", "+ X", "  e", "  f"}
+	if !slices.Equal(got, want) {
+		t.Fatalf("LineDiff = %q, want %q", got, want)
+	}
+	if len(LineDiff(a, a)) != 0 {
+		t.Fatal("equal texts differ")
+	}
+}
+
+func TestExampleBoundaryParses(t *testing.T) {
+	data, err := os.ReadFile("../../configs/network/boundary")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, ps := ParseBoundary("boundary", data)
+	if len(ps) > 0 || !b.Allows("pypi.org", 443) || b.Allows("evil.example", 443) {
+		t.Fatalf("example boundary: %v", ps)
+	}
+}

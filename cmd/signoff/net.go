@@ -238,6 +238,9 @@ func netApprove(ctx context.Context, a *app, args []string) int {
 		if it.Status != bot.Pending {
 			return a.failf("request %s is already %s", it.ID, it.Status)
 		}
+		if it.Outside {
+			return a.failf("%s is outside the network boundary: it cannot be approved, only denied (signoff net deny %s --reason …)", netpolicy.JoinHostPort(dest.Host, dest.Port), it.ID)
+		}
 	}
 
 	// What the approval will do, checked before anything is sent.
