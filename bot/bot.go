@@ -245,6 +245,11 @@ type Request struct {
 	// Always is set when the request was approved with a grant.
 	GrantScope *GrantScope `json:"grant_scope,omitempty"`
 	Always     bool        `json:"always,omitempty"`
+	// Nonce is the one the client sent; its receipt carries it back.
+	Nonce string `json:"nonce,omitempty"`
+	// Receipt is the gateway's signed decision (a Nostr event of kind
+	// KindReceipt), present once the request is decided.
+	Receipt json.RawMessage `json:"receipt,omitempty"`
 }
 
 // NewRequest is what an agent submits.
@@ -258,6 +263,9 @@ type NewRequest struct {
 	// GrantScope is set by the gateway's own check (never from JSON): what
 	// an "always" answer would grant.
 	GrantScope *GrantScope `json:"-"`
+	// Nonce is a client's random value, returned in the decision's receipt
+	// so an old receipt cannot be replayed as this request's (NewNonce).
+	Nonce string `json:"nonce,omitempty"`
 }
 
 // Filter selects requests to list.

@@ -162,7 +162,7 @@ func (g *Gateway) sweep(ctx context.Context) {
 			continue
 		}
 		if won {
-			g.decided(id)
+			g.decided(id, Expired)
 		}
 	}
 }
@@ -199,6 +199,7 @@ func (g *Gateway) submit(ctx context.Context, n NewRequest, denyOnly string) (*R
 		Kind:      n.Kind,
 		Action:    n.Action,
 		Reason:    n.Reason,
+		Nonce:     n.Nonce,
 		Status:    Pending,
 		CreatedAt: now,
 		Deadline:  now.Add(timeout),
@@ -244,6 +245,7 @@ func (g *Gateway) submit(ctx context.Context, n NewRequest, denyOnly string) (*R
 		return g.resolveNow(ctx, r.ID, Denied, err.Error())
 	}
 	cur, err := g.Store.Get(ctx, r.ID)
+	cur = g.vouch(cur)
 	if err == nil && added && cur.Status.Final() {
 		// Decided while it was being posted (a fast answer, a short
 		// timeout): the follow-up may have read the message list before
@@ -313,7 +315,9 @@ func (g *Gateway) Record(ctx context.Context, n NewRequest) (Assessment, error) 
 // carrying the request id in a tag so two identical asks in the same
 // second are still two events, and tagging every person with a Nostr key.
 func (g *Gateway) signEvent(r *Request, p Persona) error {
-	tags := [][]string{{"t", "signoff"}, {"signoff", r.ID}}
+	// The digest binds the event to the exact action: `signoff approve`
+	// checks it before it signs a reaction to this event.
+	tags := [][]string{{"t", "signoff"}, {"signoff", r.ID}, {"digest", ActionDigest(r.Kind, r.Action)}}
 	seen := map[string]bool{}
 	for _, person := range p.People() {
 		for _, id := range person.Identities {
@@ -386,9 +390,9 @@ func (g *Gateway) resolveNow(ctx context.Context, id string, s Status, reason st
 		return nil, err
 	}
 	if won {
-		g.decided(id)
+		g.decided(id, s)
 	}
-	return g.Store.Get(ctx, id)
+	return g.Get(ctx, id)
 }
 
 // CastVote judges and records one ballot from any platform.
@@ -418,7 +422,7 @@ func (g *Gateway) CastVote(ctx context.Context, b Ballot) (VoteOutcome, error) {
 		if out.Grant && g.Grants != nil {
 			g.makeGrant(ctx, b.RequestID)
 		}
-		g.decided(b.RequestID)
+		g.decided(b.RequestID, out.Status)
 	} else if out.Recorded {
 		g.changed(ctx, b.RequestID)
 	}
@@ -454,7 +458,10 @@ type voteRecord struct {
 // decided runs once per decision, on the gateway that made it: wake local
 // waiters, audit the decision, edit every posted message. The follow-up
 // outlives the call that decided, with its own deadline.
-func (g *Gateway) decided(id string) {
+func (g *Gateway) decided(id string, s Status) {
+	sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	g.seal(sctx, id, s)
+	cancel()
 	g.hub.wake(id)
 	g.background(func() { g.followUp(id) })
 }
@@ -542,12 +549,13 @@ func (g *Gateway) audit(ctx context.Context, e AuditEntry) {
 // Get returns a request.
 func (g *Gateway) Get(ctx context.Context, id string) (*Request, error) {
 	r, err := g.Store.Get(ctx, id)
-	return g.describe(ctx, r, err)
+	return g.describe(ctx, g.vouch(r), err)
 }
 
 // List returns requests, newest last.
 func (g *Gateway) List(ctx context.Context, f Filter) ([]*Request, error) {
-	return g.Store.List(ctx, f)
+	rs, err := g.Store.List(ctx, f)
+	return g.vouchAll(rs), err
 }
 
 // Wait returns the request as soon as it changes (a vote recorded, a
@@ -556,14 +564,23 @@ func (g *Gateway) List(ctx context.Context, f Filter) ([]*Request, error) {
 func (g *Gateway) Wait(ctx context.Context, id string, d time.Duration) (*Request, error) {
 	ch := g.hub.add(id)
 	defer g.hub.remove(id, ch)
-	r, err := g.Get(ctx, id)
+	raw, err := g.Store.Get(ctx, id)
+	sealing := err == nil && raw.Status.Final()
+	r, err := g.describe(ctx, g.vouch(raw), err)
 	if err != nil || r.Status.Final() || d <= 0 {
 		return r, err
 	}
 	t := time.NewTimer(d)
 	defer t.Stop()
+	// Final in the store but not yet sealed: its receipt is on the way, or
+	// it never comes and the request reads denied once the window passes.
+	var recheck <-chan time.Time
+	if sealing {
+		recheck = time.After(SealWindow + 100*time.Millisecond)
+	}
 	select {
 	case <-ch:
+	case <-recheck:
 	case <-t.C:
 	case <-ctx.Done():
 		return nil, ctx.Err()

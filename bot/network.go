@@ -40,7 +40,7 @@ func (g *Gateway) Conclude(ctx context.Context, id string, s Status, reason stri
 		return false, err
 	}
 	if won {
-		g.decided(id)
+		g.decided(id, s)
 	}
 	return won, nil
 }

@@ -33,7 +33,7 @@ func (g *Gateway) Withdraw(ctx context.Context, id, reason string) (*Request, er
 		return nil, err
 	}
 	if won {
-		g.decided(id)
+		g.decided(id, Withdrawn)
 	}
 	cur, err := g.Store.Get(ctx, id)
 	if err == nil && !won && cur.Status != Withdrawn {

@@ -12,6 +12,7 @@ import (
 	"github.com/signoff/signoff/bot/bottest"
 	"github.com/signoff/signoff/bot/httpapi"
 	"github.com/signoff/signoff/bot/risk"
+	"github.com/signoff/signoff/signing"
 )
 
 // live is a real gateway behind the real HTTP API, the client an
@@ -61,13 +62,34 @@ func (l *live) answer(t *testing.T, content string) <-chan *bot.Request {
 	return got
 }
 
-// fakeGateway decides every request at once with status, or fails.
+// verify is the receipt check a client pinned to the live gateway's key runs.
+func (l *live) verify(asked bot.NewRequest, r *bot.Request) error {
+	return signing.CheckApproval(l.env.Key.PublicKey(), asked, r)
+}
+
+// fakeGateway decides every request at once with status, or fails. It
+// signs a receipt for each decision with a key of its own: a client pinned
+// to that key (fg.verify) believes it, any other does not.
 type fakeGateway struct {
 	status    bot.Status
 	submitErr error
 	waitErr   error
 	mu        sync.Mutex
 	asked     []bot.NewRequest
+	key       *signing.Key
+}
+
+func (f *fakeGateway) signer() *signing.Key {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.key == nil {
+		f.key = signing.NewKey()
+	}
+	return f.key
+}
+
+func (f *fakeGateway) verify(asked bot.NewRequest, r *bot.Request) error {
+	return signing.CheckApproval(f.signer().PublicKey(), asked, r)
 }
 
 func (f *fakeGateway) Submit(_ context.Context, n bot.NewRequest) (*bot.Request, error) {
@@ -95,6 +117,16 @@ func (f *fakeGateway) Wait(_ context.Context, id string, _ time.Duration) (*bot.
 		r.DecidedBy = []string{"carol"}
 	case bot.Expired:
 		r.DecisionReason = "no one answered in time, and silence is not consent"
+	}
+	if asked := f.requests(); len(asked) > 0 && f.status.Final() {
+		n := asked[len(asked)-1]
+		rc, err := f.signer().SealReceipt(bot.Receipt{RequestID: id, Persona: n.Persona, Kind: n.Kind,
+			ActionDigest: bot.ActionDigest(n.Kind, n.Action), Nonce: n.Nonce, Status: f.status,
+			DecidedBy: r.DecidedBy, DecidedAt: now}, now)
+		if err != nil {
+			return nil, err
+		}
+		r.Receipt = rc
 	}
 	return r, nil
 }

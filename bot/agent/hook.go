@@ -145,6 +145,9 @@ type Hook struct {
 	// Log, when set, is told what the hook asked and what came of it
 	// (the agent shows a hook's stderr only in its debug output).
 	Log io.Writer
+	// Verify checks an approval's receipt against the pinned gateway key;
+	// nil allows nothing that needs approval.
+	Verify Verifier
 }
 
 // Run reads the hook input from stdin (at most MaxHookInput bytes),
@@ -218,6 +221,7 @@ func (h *Hook) Decide(ctx context.Context, raw []byte) HookDecision {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	n := h.request(in, timeout)
+	n.Nonce = bot.NewNonce()
 	r, err := Submit(ctx, h.Gateway, n)
 	if err != nil {
 		h.logf("signoff: could not ask the gateway: %s", errorText(err))
@@ -230,8 +234,11 @@ func (h *Hook) Decide(ctx context.Context, raw []byte) HookDecision {
 		return deny("%s; request %s: %s; not approved", reasonsText(a), r.ID, errorText(err))
 	}
 	h.logf("signoff: request %s: %s", r.ID, bot.Outcome(r))
-	if r.Status == bot.Approved {
+	if ok, why := Approved(h.Verify, n, r); ok {
 		return HookDecision{Decision: Allow, Reason: "signoff: " + bot.Outcome(r) + " (request " + r.ID + ")"}
+	} else if why != "" {
+		h.logf("signoff: request %s: %s", r.ID, why)
+		return deny("%s (request %s); not approved", why, r.ID)
 	}
 	return deny("%s (request %s). This %s call was not approved; do not try to reach the same result another way.", bot.Outcome(r), r.ID, clip(in.ToolName, 100))
 }

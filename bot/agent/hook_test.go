@@ -103,7 +103,7 @@ func TestHookDecisions(t *testing.T) {
 			if tc.gw != nil {
 				fg = tc.gw.(*fakeGateway)
 				fg.asked = nil
-				h.Gateway = fg
+				h.Gateway, h.Verify = fg, fg.verify
 			}
 			got := runHook(t, h, strings.NewReader(tc.stdin))
 			if got.PermissionDecision != tc.want || !strings.Contains(got.PermissionDecisionReason, tc.reason) {
@@ -200,7 +200,7 @@ func TestHookLiveGateway(t *testing.T) {
 	} {
 		t.Run(tc.want, func(t *testing.T) {
 			l := newLive(t, time.Minute)
-			h := &agent.Hook{Classifier: risk.Default(), Gateway: l.client, Persona: "demo", Agent: "Claude Code", Poll: time.Second}
+			h := &agent.Hook{Classifier: risk.Default(), Gateway: l.client, Persona: "demo", Agent: "Claude Code", Poll: time.Second, Verify: l.verify}
 			answered := l.answer(t, tc.react)
 			got := runHook(t, h, strings.NewReader(hookJSON("Bash", map[string]any{"command": "git push --force origin main"})))
 			r := <-answered

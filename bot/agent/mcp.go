@@ -27,6 +27,9 @@ type MCPOptions struct {
 	// the client asked for it (0: 10s).
 	Poll   time.Duration
 	Logger *slog.Logger
+	// Verify checks an approval's receipt against the pinned gateway key;
+	// nil: no approval is believed.
+	Verify Verifier
 }
 
 // ApprovalIn is request_approval's input.
@@ -109,6 +112,7 @@ func (o MCPOptions) requestApproval(ctx context.Context, req *mcp.CallToolReques
 	if n.Kind == "" {
 		n.Kind = bot.KindText
 	}
+	n.Nonce = bot.NewNonce()
 	r, err := Submit(ctx, o.Gateway, n)
 	if err != nil {
 		return nil, none, fmt.Errorf("could not ask for approval: %s; not approved", errorText(err))
@@ -139,8 +143,12 @@ func (o MCPOptions) requestApproval(ctx context.Context, req *mcp.CallToolReques
 	if err != nil {
 		return nil, none, fmt.Errorf("request %s: %s; not approved", r.ID, errorText(err))
 	}
+	approved, why := Approved(o.Verify, n, r)
+	if why != "" {
+		return nil, none, fmt.Errorf("request %s: %s; not approved", r.ID, why)
+	}
 	out := ApprovalOut{
-		RequestID: r.ID, Status: string(r.Status), Approved: r.Status == bot.Approved,
+		RequestID: r.ID, Status: string(r.Status), Approved: approved,
 		DecidedBy: r.DecidedBy, Reason: r.DecisionReason, Level: string(r.Level), Reasons: r.Reasons,
 	}
 	if out.DecidedBy == nil {
@@ -153,7 +161,7 @@ func (o MCPOptions) requestApproval(ctx context.Context, req *mcp.CallToolReques
 		out.Reason = bot.Outcome(r)
 	}
 	text := bot.Outcome(r) + " (request " + r.ID + ")"
-	if r.Status == bot.Approved {
+	if approved {
 		text += ". Approved: you may proceed with exactly this: " + clip(r.Action, 500)
 	} else {
 		text += ". Not approved: do not proceed, and do not try to reach the same result another way."

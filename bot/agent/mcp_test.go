@@ -194,7 +194,7 @@ func TestMCPRequestApproval(t *testing.T) {
 				mu       sync.Mutex
 				progress []*mcp.ProgressNotificationParams
 			)
-			cs := connect(t, agent.MCPOptions{Classifier: risk.Default(), Gateway: l.client, Persona: "demo", Poll: 100 * time.Millisecond},
+			cs := connect(t, agent.MCPOptions{Classifier: risk.Default(), Gateway: l.client, Persona: "demo", Poll: 100 * time.Millisecond, Verify: l.verify},
 				func(p *mcp.ProgressNotificationParams) {
 					mu.Lock()
 					progress = append(progress, p)

@@ -14,6 +14,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"sync"
 	"testing"
 	"time"
 
@@ -167,7 +168,7 @@ func NewOn(t testing.TB, rdb goredis.UniversalClient, prefix string, p bot.Perso
 	if err := store.PutPersona(ctx, p); err != nil {
 		t.Fatalf("put persona: %v", err)
 	}
-	key := signing.NewKey()
+	key := fleetKey(prefix)
 	auditPath := filepath.Join(t.TempDir(), "audit.jsonl")
 	audit, err := signing.OpenAudit(auditPath, key)
 	if err != nil {
@@ -271,4 +272,14 @@ func randHex(n int) string {
 	b := make([]byte, n)
 	rand.Read(b)
 	return hex.EncodeToString(b)
+}
+
+// fleetKeys gives every gateway on one store prefix the same key, as
+// replicas of one fleet share SIGNOFF_NOSTR_KEY: clients pin one key, and
+// a receipt sealed by one replica is opened by the others.
+var fleetKeys sync.Map
+
+func fleetKey(prefix string) *signing.Key {
+	k, _ := fleetKeys.LoadOrStore(prefix, signing.NewKey())
+	return k.(*signing.Key)
 }

@@ -28,6 +28,11 @@ type config struct {
 	LogLevel    string `split_words:"true" default:"info" desc:"debug, info, warn or error"`
 	NetPolicy   string `split_words:"true" default:"configs/network/policy.yaml" desc:"the network policy file"`
 	NetBoundary string `split_words:"true" desc:"file of host:port patterns that may ever be approved; empty: no boundary"`
+
+	// GatewayKey and GatewayPin pin the gateway's key on clients.
+	GatewayKey string `split_words:"true" desc:"the gateway's public key (npub) clients trust"`
+	GatewayPin string `split_words:"true" desc:"file holding the gateway's npub (default ~/.config/signoff/gateway.pub)"`
+
 	// StoreCheck is how often serve checks that Redis still holds the
 	// personas it loaded (an empty restart is noticed and reloaded).
 	StoreCheck time.Duration `split_words:"true" default:"1s" desc:"how often serve checks Redis still holds its personas"`

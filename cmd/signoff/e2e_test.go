@@ -36,6 +36,12 @@ func (s *syncBuffer) String() string {
 // persona owned by a fresh key and returns that key's file.
 func gateway(t *testing.T, persona string) (ownerKeyFile string) {
 	t.Helper()
+	return gatewayOn(t, persona, "")
+}
+
+// gatewayOn is gateway on the Redis at redisURL ("" for the embedded one).
+func gatewayOn(t *testing.T, persona, redisURL string) (ownerKeyFile string) {
+	t.Helper()
 	dir := t.TempDir()
 	owner := signing.NewKey()
 	ownerKeyFile = filepath.Join(dir, "owner.key")
@@ -51,11 +57,14 @@ func gateway(t *testing.T, persona string) (ownerKeyFile string) {
 	t.Setenv("SIGNOFF_LISTEN", "127.0.0.1:0")
 	t.Setenv("SIGNOFF_DATA_DIR", filepath.Join(dir, "data"))
 	t.Setenv("SIGNOFF_PERSONAS", personas)
-	t.Setenv("SIGNOFF_REDIS_URL", "")
+	t.Setenv("SIGNOFF_REDIS_URL", redisURL)
 	t.Setenv("SIGNOFF_KEY", ownerKeyFile)
 	t.Setenv("SIGNOFF_TOKEN", "")
 	t.Setenv("SIGNOFF_TOKEN_FILE", "")
 	t.Setenv("SIGNOFF_REQUIRE_TOKENS", "")
+	// Clients pin the gateway from its data dir; no pin of this machine's.
+	t.Setenv("SIGNOFF_GATEWAY_PIN", filepath.Join(dir, "no-pin-file"))
+	t.Setenv("SIGNOFF_GATEWAY_KEY", "")
 
 	ctx, cancel := context.WithCancel(context.Background())
 	addr := make(chan string, 1)

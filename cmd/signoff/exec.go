@@ -55,7 +55,7 @@ func execCommand(ctx context.Context, a *app, args []string) int {
 		}
 	}
 	if agent.MustAsk(risk.Level) {
-		if code, _ := ask(ctx, a, client, n); code != 0 {
+		if code, _ := ask(ctx, a, client, n, cfg.verifier(a.stderr)); code != 0 {
 			return code
 		}
 	}

@@ -44,6 +44,7 @@ func hook(ctx context.Context, a *app, args []string) int {
 		return hookDeny(a, err.Error()+"; not allowed")
 	}
 	h.Classifier, h.Gateway, h.Persona = c, requester(cfg), *persona
+	h.Verify = cfg.verifier(a.stderr)
 	if h.Persona == "" {
 		h.Persona = cfg.Persona
 	}

@@ -32,6 +32,7 @@ func mcpServe(ctx context.Context, a *app, args []string) int {
 	}
 	s := agent.NewMCPServer(agent.MCPOptions{
 		Gateway: requester(cfg), Classifier: c, Persona: *persona, LockPersona: locked, Logger: log,
+		Verify: cfg.verifier(a.stderr),
 	})
 	stdin := a.stdin
 	if stdin == nil {

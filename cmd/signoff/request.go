@@ -47,14 +47,15 @@ func request(ctx context.Context, a *app, args []string) int {
 	if n.Persona == "" {
 		n.Persona = cfg.Persona
 	}
-	code, _ := ask(ctx, a, requester(cfg), n)
+	code, _ := ask(ctx, a, requester(cfg), n, cfg.verifier(a.stderr))
 	return code
 }
 
 // ask submits n, shows the ⛔ line, waits showing progress, and returns
 // the exit code: 0 approved, 1 denied or expired, 2 error. Any error while
 // waiting is a deny: silence is never consent.
-func ask(ctx context.Context, a *app, c *httpapi.Client, n bot.NewRequest) (int, *bot.Request) {
+func ask(ctx context.Context, a *app, c *httpapi.Client, n bot.NewRequest, verify agent.Verifier) (int, *bot.Request) {
+	n.Nonce = bot.NewNonce()
 	r, err := agent.Submit(ctx, c, n)
 	if err != nil {
 		if ctx.Err() != nil {
@@ -93,8 +94,10 @@ func ask(ctx context.Context, a *app, c *httpapi.Client, n bot.NewRequest) (int,
 		return 2, r
 	}
 	fmt.Fprintln(a.stderr, bot.Outcome(r))
-	if r.Status == bot.Approved {
+	if ok, why := agent.Approved(verify, n, r); ok {
 		return 0, r
+	} else if why != "" {
+		fmt.Fprintf(a.stderr, "signoff: %s; not approved\n", why)
 	}
 	return 1, r
 }

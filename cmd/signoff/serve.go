@@ -97,6 +97,9 @@ func serve(ctx context.Context, a *app, args []string) int {
 	if err != nil {
 		return a.fail(err)
 	}
+	if err := writeLocalPin(cfg, key, log); err != nil {
+		return a.fail(err)
+	}
 	audit, err := signing.OpenAudit(cfg.AuditPath, key)
 	if err != nil {
 		return a.fail(err)

@@ -57,14 +57,21 @@ func vote(ctx context.Context, a *app, args []string, c bot.Choice) int {
 		fmt.Fprintf(a.stderr, "request %s is already decided: %s\n", r.ID, bot.Outcome(r))
 		return 1
 	}
-	if r.EventID == "" || r.GatewayKey == "" {
-		return a.failf("request %s carries no Nostr event to react to", r.ID)
+	// Sign nothing until the request is the pinned gateway's and the
+	// action shown is the one its signed event carries.
+	pin, err := cfg.pin()
+	if err != nil {
+		return a.failf("cannot check request %s: %v; nothing signed", r.ID, err)
 	}
-	ev, err := signing.NewReactionWithReason(key, r.EventID, r.GatewayKey, c, *reason, time.Now())
+	signed, err := signing.VerifyRequestEvent(r, pin.Key)
+	if err != nil {
+		return a.failf("%v; nothing signed", err)
+	}
+	ev, err := signing.NewReactionWithReason(key, signed.ID, signed.PubKey, c, *reason, time.Now())
 	if err != nil {
 		return a.fail(err)
 	}
-	fmt.Fprintf(a.stderr, "%s as %s: %s\n", name, key.Npub(), bot.Headline(r))
+	fmt.Fprintf(a.stderr, "%s as %s:\n%s\n", name, key.Npub(), signed.Content)
 	if len(relays) > 0 {
 		return publishToRelays(ctx, a, relays, ev)
 	}

@@ -289,6 +289,9 @@ func decodeRequest(h map[string]string, votes, msgs []string) (*bot.Request, err
 	}
 	r.DecisionReason = h["reason"]
 	r.Always = h["always"] == "1"
+	if rc := h["receipt"]; rc != "" {
+		r.Receipt = json.RawMessage(rc)
+	}
 	r.Votes = make([]bot.Vote, 0, len(votes))
 	for _, line := range votes {
 		parts := strings.SplitN(line, "\n", 3)

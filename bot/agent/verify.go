@@ -1,0 +1,26 @@
+package agent
+
+import (
+	"github.com/signoff/signoff/bot"
+)
+
+// Verifier checks that r, as the gateway answered it, is a real approval of
+// asked: signing.CheckApproval with the pinned gateway key. cmd/signoff
+// builds it from the pin; nil believes no approval at all.
+type Verifier func(asked bot.NewRequest, r *bot.Request) error
+
+// Approved reports whether an integration may act on r: the gateway says
+// approved and v vouches for it. When it may not, why says so in words; a
+// request that is plainly not approved has why "".
+func Approved(v Verifier, asked bot.NewRequest, r *bot.Request) (ok bool, why string) {
+	if r == nil || r.Status != bot.Approved {
+		return false, ""
+	}
+	if v == nil {
+		return false, "the gateway says approved, but no gateway key is pinned to check its receipt, so it is not believed"
+	}
+	if err := v(asked, r); err != nil {
+		return false, "the gateway says approved, but its receipt does not hold (" + errorText(err) + "), so it is not believed"
+	}
+	return true, ""
+}

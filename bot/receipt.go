@@ -1,0 +1,181 @@
+package bot
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"strings"
+	"time"
+)
+
+// KindReceipt is the Nostr kind of a gateway's decision receipt. It sits in
+// the ephemeral range (NIP-01: 20000–29999): a receipt is handed to the
+// client that asked, never kept by relays.
+const KindReceipt = 29207
+
+// Receipt is the gateway's signed word on one decision: which request,
+// about exactly which action (its digest), what was decided, by whom and
+// when. The hook, exec, request and the MCP server act on an approval only
+// when its receipt verifies against the gateway key they pinned, so a fake
+// server at SIGNOFF_URL, or a status written into the store by hand, cannot
+// approve anything.
+type Receipt struct {
+	RequestID    string `json:"request_id"`
+	Persona      string `json:"persona"`
+	Kind         Kind   `json:"kind"`
+	ActionDigest string `json:"action_digest"`
+	// Nonce is the one the client sent with its request: a receipt for an
+	// earlier ask of the same action cannot be replayed as this one's.
+	Nonce     string    `json:"nonce,omitempty"`
+	Status    Status    `json:"status"`
+	DecidedBy []string  `json:"decided_by"`
+	DecidedAt time.Time `json:"decided_at"`
+	Reason    string    `json:"reason,omitempty"`
+}
+
+// ActionDigest is the hex SHA-256 of an action as the gateway holds it: its
+// kind (command when empty) and its text with surrounding space trimmed.
+// A client computes it from what it asked, the gateway from what it stored.
+func ActionDigest(k Kind, action string) string {
+	if k == "" {
+		k = KindCommand
+	}
+	h := sha256.New()
+	h.Write([]byte(k))
+	h.Write([]byte{0})
+	h.Write([]byte(strings.TrimSpace(action)))
+	return hex.EncodeToString(h.Sum(nil))
+}
+
+// Notary signs receipts with the gateway's key and opens the ones the
+// store holds, refusing any its key did not sign. signing.Key is one; a
+// Gateway whose Signer is a Notary seals every decision.
+type Notary interface {
+	SealReceipt(rc Receipt, at time.Time) (json.RawMessage, error)
+	OpenReceipt(raw []byte) (Receipt, error)
+}
+
+// ReceiptStore keeps a request's receipt beside it. Saving one tells every
+// gateway sharing the store that the request is decided (its waiters look
+// again). quorum/redis.Store is one.
+type ReceiptStore interface {
+	SaveReceipt(ctx context.Context, id string, raw json.RawMessage) error
+}
+
+// SealWindow is how long a decided request may wait for its receipt
+// before it reads as denied.
+const SealWindow = 5 * time.Second
+
+func (g *Gateway) notary() Notary {
+	n, _ := g.Signer.(Notary)
+	if _, ok := g.Store.(ReceiptStore); !ok {
+		return nil
+	}
+	return n
+}
+
+// seal writes the receipt of a decision the store just made: status is what
+// the deciding step (the vote script, Resolve) returned, so a status field
+// rewritten meanwhile by someone with access to the store is not signed.
+func (g *Gateway) seal(ctx context.Context, id string, status Status) {
+	n := g.notary()
+	if n == nil {
+		return
+	}
+	r, err := g.Store.Get(ctx, id)
+	if err != nil {
+		g.log().Error("seal decision: load request", "id", id, "err", err)
+		return
+	}
+	if r.Status != status || !status.Final() {
+		g.log().Error("seal decision: the store's status is not the one decided; not sealed",
+			"id", id, "decided", status, "store", r.Status)
+		return
+	}
+	rc := receiptOf(r)
+	raw, err := n.SealReceipt(rc, g.now())
+	if err != nil {
+		g.log().Error("seal decision", "id", id, "err", err)
+		return
+	}
+	if err := g.Store.(ReceiptStore).SaveReceipt(ctx, id, raw); err != nil {
+		g.log().Error("seal decision: save receipt", "id", id, "err", err)
+	}
+}
+
+func receiptOf(r *Request) Receipt {
+	rc := Receipt{
+		RequestID: r.ID, Persona: r.Persona, Kind: r.Kind, ActionDigest: ActionDigest(r.Kind, r.Action),
+		Nonce: r.Nonce, Status: r.Status, DecidedBy: r.DecidedBy, Reason: r.DecisionReason,
+	}
+	if rc.DecidedBy == nil {
+		rc.DecidedBy = []string{}
+	}
+	if r.DecidedAt != nil {
+		rc.DecidedAt = r.DecidedAt.UTC()
+	}
+	return rc
+}
+
+// vouch makes r say only what its receipt says. A final status without a
+// receipt this gateway signed for this very request and action — written
+// into the store by hand, or not sealed yet — reads as pending: the
+// decision fields come from the receipt, not from the store's fields.
+func (g *Gateway) vouch(r *Request) *Request {
+	n := g.notary()
+	if r == nil || n == nil {
+		return r
+	}
+	if !r.Status.Final() {
+		r.Receipt = nil
+		return r
+	}
+	why := "no receipt"
+	if len(r.Receipt) > 0 {
+		rc, err := n.OpenReceipt(r.Receipt)
+		switch {
+		case err != nil:
+			why = "receipt does not verify: " + ErrorMessage(err)
+		case rc.RequestID != r.ID:
+			why = "receipt is for request " + rc.RequestID
+		case rc.ActionDigest != ActionDigest(r.Kind, r.Action) || rc.Kind != r.Kind:
+			why = "receipt is for another action"
+		case !rc.Status.Final():
+			why = "receipt holds no decision"
+		default:
+			at := rc.DecidedAt
+			r.Status, r.DecidedBy, r.DecidedAt, r.DecisionReason = rc.Status, rc.DecidedBy, &at, rc.Reason
+			return r
+		}
+	}
+	// Between the vote script and its seal a request is briefly final
+	// without a receipt, and reads pending; past that window no gateway
+	// decided it (a status written by hand, or a gateway that died before
+	// sealing): it reads denied, which needs no receipt to be safe.
+	if r.DecidedAt != nil && g.now().Sub(*r.DecidedAt) < SealWindow && g.now().Sub(*r.DecidedAt) > -SealWindow {
+		r.Status, r.DecidedBy, r.DecidedAt, r.DecisionReason, r.Receipt = Pending, nil, nil, "", nil
+		return r
+	}
+	g.log().Warn("request is final in the store without a decision record signed by the gateway; treated as denied",
+		"id", r.ID, "status", r.Status, "why", why)
+	now := g.now().UTC()
+	r.DecisionReason = "the store says " + string(r.Status) + " but holds no decision record signed by the gateway (" + why + "); not approved"
+	r.Status, r.DecidedBy, r.DecidedAt, r.Receipt = Denied, nil, &now, nil
+	return r
+}
+
+func (g *Gateway) vouchAll(rs []*Request) []*Request {
+	for _, r := range rs {
+		g.vouch(r)
+	}
+	return rs
+}
+
+// NewNonce returns a fresh random nonce for NewRequest.Nonce.
+func NewNonce() string {
+	b := make([]byte, 16)
+	rand.Read(b)
+	return hex.EncodeToString(b)
+}

@@ -1,0 +1,82 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"os/exec"
+	"strings"
+	"testing"
+	"time"
+
+	goredis "github.com/redis/go-redis/v9"
+)
+
+// redisWithCLI starts a redis-server of the test's own on a free loopback port
+// and returns its URL, or skips when redis-server or redis-cli is missing.
+func redisWithCLI(t *testing.T) (url, port string) {
+	t.Helper()
+	bin, err := exec.LookPath("redis-server")
+	if err != nil {
+		t.Skip("redis-server not installed")
+	}
+	if _, err := exec.LookPath("redis-cli"); err != nil {
+		t.Skip("redis-cli not installed")
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	port = fmt.Sprint(ln.Addr().(*net.TCPAddr).Port)
+	ln.Close()
+	dir := t.TempDir()
+	cmd := exec.Command(bin, "--port", port, "--bind", "127.0.0.1", "--save", "", "--appendonly", "no", "--dir", dir)
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	c := goredis.NewClient(&goredis.Options{Addr: "127.0.0.1:" + port})
+	defer c.Close()
+	deadline := time.Now().Add(10 * time.Second)
+	for c.Ping(context.Background()).Err() != nil {
+		if time.Now().After(deadline) {
+			t.Fatal("redis-server did not answer")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	return "redis://127.0.0.1:" + port + "/0", port
+}
+
+// TestRedisStatusWriteDoesNotApprove: the agent reaches the store with
+// redis-cli, writes status approved into a waiting request's hash and
+// publishes the decision. The waiting `signoff request` must not exit 0:
+// no vote, no decision record.
+func TestRedisStatusWriteDoesNotApprove(t *testing.T) {
+	url, port := redisWithCLI(t)
+	gatewayOn(t, demoPersona, url)
+	id, result, code := startRequest(t, "--timeout", "30s", "--", "rm", "-rf", "/srv/data")
+
+	key := "signoff:req:{" + id + "}"
+	now := fmt.Sprint(time.Now().UnixMilli())
+	for _, args := range [][]string{
+		{"HSET", key, "status", "approved", "decided_by", "alice", "decided_at", now},
+		{"PUBLISH", "signoff:decided", id},
+	} {
+		out, err := exec.Command("redis-cli", append([]string{"-p", port}, args...)...).CombinedOutput()
+		if err != nil {
+			t.Fatalf("redis-cli %v: %v %s", args, err, out)
+		}
+	}
+	select {
+	case c := <-code:
+		res := <-result
+		if c == 0 {
+			t.Fatalf("signoff request exited 0 on a status written by hand:\n%s", res[1])
+		}
+		if !strings.Contains(res[1], "no decision record") {
+			t.Errorf("request stderr does not say why:\n%s", res[1])
+		}
+	case <-time.After(25 * time.Second):
+		t.Fatal("signoff request still waiting 25s after the forged status; want a denial")
+	}
+}
