@@ -562,30 +562,38 @@ func (g *Gateway) List(ctx context.Context, f Filter) ([]*Request, error) {
 // decision), or when d has passed. Waiters are woken by the gateway's
 // single subscription.
 func (g *Gateway) Wait(ctx context.Context, id string, d time.Duration) (*Request, error) {
-	ch := g.hub.add(id)
-	defer g.hub.remove(id, ch)
-	raw, err := g.Store.Get(ctx, id)
-	sealing := err == nil && raw.Status.Final()
-	r, err := g.describe(ctx, g.vouch(raw), err)
-	if err != nil || r.Status.Final() || d <= 0 {
-		return r, err
-	}
 	t := time.NewTimer(d)
 	defer t.Stop()
-	// Final in the store but not yet sealed: its receipt is on the way, or
-	// it never comes and the request reads denied once the window passes.
 	var recheck <-chan time.Time
-	if sealing {
-		recheck = time.After(SealWindow + 100*time.Millisecond)
+	for first := true; ; first = false {
+		ch := g.hub.add(id)
+		raw, err := g.Store.Get(ctx, id)
+		// Final in the store but not yet sealed: the decision's receipt is
+		// on its way (its saving wakes us again), or it never comes and the
+		// request reads denied once the seal window has passed. Either way
+		// this is no change to report yet.
+		sealing := err == nil && raw.Status.Final() && len(raw.Receipt) == 0 && g.notary() != nil
+		r, err := g.describe(ctx, g.vouch(raw), err)
+		if err != nil || r.Status.Final() || d <= 0 || (!first && !sealing) {
+			g.hub.remove(id, ch)
+			return r, err
+		}
+		if sealing && recheck == nil {
+			recheck = time.After(SealWindow + 100*time.Millisecond)
+		}
+		select {
+		case <-ch:
+		case <-recheck:
+			recheck = nil
+		case <-t.C:
+			g.hub.remove(id, ch)
+			return g.Get(ctx, id)
+		case <-ctx.Done():
+			g.hub.remove(id, ch)
+			return nil, ctx.Err()
+		}
+		g.hub.remove(id, ch)
 	}
-	select {
-	case <-ch:
-	case <-recheck:
-	case <-t.C:
-	case <-ctx.Done():
-		return nil, ctx.Err()
-	}
-	return g.Get(ctx, id)
 }
 
 // hub maps request ids to the waiters on this gateway.
