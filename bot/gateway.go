@@ -548,7 +548,7 @@ func (g *Gateway) audit(ctx context.Context, e AuditEntry) {
 
 // Get returns a request.
 func (g *Gateway) Get(ctx context.Context, id string) (*Request, error) {
-	r, err := g.Store.Get(ctx, id)
+	r, err := g.load(ctx, id)
 	return g.describe(ctx, g.vouch(r), err)
 }
 
@@ -567,7 +567,7 @@ func (g *Gateway) Wait(ctx context.Context, id string, d time.Duration) (*Reques
 	var recheck <-chan time.Time
 	for first := true; ; first = false {
 		ch := g.hub.add(id)
-		raw, err := g.Store.Get(ctx, id)
+		raw, err := g.load(ctx, id)
 		// Final in the store but not yet sealed: the decision's receipt is
 		// on its way (its saving wakes us again), or it never comes and the
 		// request reads denied once the seal window has passed. Either way

@@ -166,6 +166,31 @@ func (g *Gateway) vouch(r *Request) *Request {
 	return r
 }
 
+// load reads a request from the store; one the store calls decided whose
+// receipt is still being sealed (a few milliseconds, by the gateway that
+// decided) is read again for up to sealWait, so a reader is not told
+// pending for a decision about to be sealed.
+func (g *Gateway) load(ctx context.Context, id string) (*Request, error) {
+	r, err := g.Store.Get(ctx, id)
+	if err != nil || g.notary() == nil {
+		return r, err
+	}
+	for wait := time.Duration(0); wait < sealWait && r.Status.Final() && len(r.Receipt) == 0 &&
+		r.DecidedAt != nil && g.now().Sub(*r.DecidedAt) < SealWindow; wait += 5 * time.Millisecond {
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-time.After(5 * time.Millisecond):
+		}
+		if r, err = g.Store.Get(ctx, id); err != nil {
+			return r, err
+		}
+	}
+	return r, nil
+}
+
+const sealWait = 500 * time.Millisecond
+
 func (g *Gateway) vouchAll(rs []*Request) []*Request {
 	for _, r := range rs {
 		g.vouch(r)
