@@ -43,8 +43,11 @@ type Gateway struct {
 
 	hub    hub
 	cancel context.CancelFunc
-	done   <-chan struct{} // closed when the gateway stops
-	wg     sync.WaitGroup
+	// receipts caches verified receipts by their raw JSON (openReceipt).
+	receiptsMu sync.Mutex
+	receipts   map[string]Receipt
+	done       <-chan struct{} // closed when the gateway stops
+	wg         sync.WaitGroup
 	// closed is set by Close; mu orders it with wg.Add in background, so no
 	// follow-up is started while Close waits (a WaitGroup misuse).
 	mu     sync.Mutex
@@ -567,7 +570,7 @@ func (g *Gateway) Wait(ctx context.Context, id string, d time.Duration) (*Reques
 	var recheck <-chan time.Time
 	for first := true; ; first = false {
 		ch := g.hub.add(id)
-		raw, err := g.load(ctx, id)
+		raw, err := g.Store.Get(ctx, id)
 		// Final in the store but not yet sealed: the decision's receipt is
 		// on its way (its saving wakes us again), or it never comes and the
 		// request reads denied once the seal window has passed. Either way

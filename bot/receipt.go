@@ -134,7 +134,7 @@ func (g *Gateway) vouch(r *Request) *Request {
 	}
 	why := "no receipt"
 	if len(r.Receipt) > 0 {
-		rc, err := n.OpenReceipt(r.Receipt)
+		rc, err := g.openReceipt(n, r.Receipt)
 		switch {
 		case err != nil:
 			why = "receipt does not verify: " + ErrorMessage(err)
@@ -146,7 +146,7 @@ func (g *Gateway) vouch(r *Request) *Request {
 			why = "receipt holds no decision"
 		default:
 			at := rc.DecidedAt
-			r.Status, r.DecidedBy, r.DecidedAt, r.DecisionReason = rc.Status, rc.DecidedBy, &at, rc.Reason
+			r.Status, r.DecidedBy, r.DecidedAt, r.DecisionReason = rc.Status, append([]string(nil), rc.DecidedBy...), &at, rc.Reason
 			return r
 		}
 	}
@@ -203,4 +203,26 @@ func NewNonce() string {
 	b := make([]byte, 16)
 	rand.Read(b)
 	return hex.EncodeToString(b)
+}
+
+// openReceipt opens raw, remembering the last few thousand receipts it
+// verified: every waiter on a request reads the same one.
+func (g *Gateway) openReceipt(n Notary, raw []byte) (Receipt, error) {
+	g.receiptsMu.Lock()
+	rc, ok := g.receipts[string(raw)]
+	g.receiptsMu.Unlock()
+	if ok {
+		return rc, nil
+	}
+	rc, err := n.OpenReceipt(raw)
+	if err != nil {
+		return rc, err
+	}
+	g.receiptsMu.Lock()
+	if g.receipts == nil || len(g.receipts) >= 4096 {
+		g.receipts = map[string]Receipt{}
+	}
+	g.receipts[string(raw)] = rc
+	g.receiptsMu.Unlock()
+	return rc, nil
 }
