@@ -169,6 +169,7 @@ func TestFakeGatewayConfusedDeputyIsRefused(t *testing.T) {
 	gateway(t, demoPersona)
 	realURL := os.Getenv("SIGNOFF_URL")
 	real := httpapi.NewClient(realURL)
+	real.Token = os.Getenv("SIGNOFF_TOKEN")
 	r, err := real.Submit(context.Background(), bot.NewRequest{Persona: "demo", Action: "rm -rf ~/work"})
 	if err != nil {
 		t.Fatal(err)
@@ -209,7 +210,9 @@ func TestFakeGatewayConfusedDeputyIsRefused(t *testing.T) {
 // approve against the real gateway, pinned from its data dir, counts.
 func TestApproveThroughRealGatewayVerifiesItsEvent(t *testing.T) {
 	gateway(t, demoPersona)
-	r, err := httpapi.NewClient(os.Getenv("SIGNOFF_URL")).Submit(context.Background(), bot.NewRequest{Persona: "demo", Action: "rm -rf ~/work"})
+	c := httpapi.NewClient(os.Getenv("SIGNOFF_URL"))
+	c.Token = os.Getenv("SIGNOFF_TOKEN")
+	r, err := c.Submit(context.Background(), bot.NewRequest{Persona: "demo", Action: "rm -rf ~/work"})
 	if err != nil {
 		t.Fatal(err)
 	}
