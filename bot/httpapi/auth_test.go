@@ -63,7 +63,7 @@ type authFixture struct {
 
 // authSetup serves the API with tokens on the real store, personas demo
 // and other, and every platform route mounted.
-func authSetup(t *testing.T) *authFixture {
+func authSetup(t testing.TB) *authFixture {
 	t.Helper()
 	alice := bottest.NewPerson("alice")
 	persona := func(name string) bot.Persona {
@@ -102,7 +102,7 @@ func authSetup(t *testing.T) *authFixture {
 }
 
 // mint creates a token on the store and returns it.
-func (f *authFixture) mint(t *testing.T, spec tokens.Spec) string {
+func (f *authFixture) mint(t testing.TB, spec tokens.Spec) string {
 	t.Helper()
 	plain, tok, err := tokens.New(f.api.Auth.Secret, spec, time.Now())
 	if err != nil {
