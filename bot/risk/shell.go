@@ -1278,6 +1278,12 @@ func (w *walker) find(args []word, cx ctx) {
 					}
 				}
 			}
+			if len(inner) > 0 {
+				switch path.Base(inner[0].text) {
+				case "rm", "unlink", "shred":
+					w.add(bot.Dangerous, withID("deletes every file found, with no list to review (find -exec rm)", "core.filesystem:find-exec-rm"))
+				}
+			}
 			w.command(inner, in{}, ctx{depth: cx.depth, inputArgs: true})
 			w.cwd = saved
 			i = j
