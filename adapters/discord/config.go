@@ -2,6 +2,7 @@ package discord
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"net/http"
 	"net/url"
@@ -118,5 +119,11 @@ func (t rewriteTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 			r.URL.RawPath = p + r.URL.RawPath
 		}
 	}
-	return t.next.RoundTrip(r)
+	resp, err := t.next.RoundTrip(r)
+	if err != nil {
+		// http.Client names the URL discordgo built (discord.com); say
+		// where the call really went.
+		return nil, fmt.Errorf("sent to %s: %w", r.URL.Redacted(), err)
+	}
+	return resp, nil
 }

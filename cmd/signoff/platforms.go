@@ -82,7 +82,11 @@ func platforms(cfg *config, g *bot.Gateway, personas []bot.Persona, key *signing
 		if a.InteractionsEnabled() {
 			set.handlers["POST /discord/interactions"] = a.InteractionsHandler()
 		}
-		log.Info("discord", "posting", a.PostingEnabled(), "http_interactions", a.InteractionsEnabled())
+		api := "https://discord.com"
+		if cfg.DiscordApiUrl != "" {
+			api = cfg.DiscordApiUrl
+		}
+		log.Info("discord", "posting", a.PostingEnabled(), "http_interactions", a.InteractionsEnabled(), "api", api)
 	}
 	return set, nil
 }

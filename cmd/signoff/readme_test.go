@@ -1,0 +1,62 @@
+package main
+
+import (
+	"os"
+	"os/exec"
+	"strings"
+	"testing"
+)
+
+// readmeBlocks returns the fenced blocks of README.md whose info string is
+// "sh readme-test": the examples a person is told to paste.
+func readmeBlocks(t *testing.T) []string {
+	t.Helper()
+	b, err := os.ReadFile("../../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var blocks []string
+	var cur *strings.Builder
+	for _, line := range strings.Split(string(b), "\n") {
+		switch {
+		case cur == nil && strings.TrimSpace(line) == "```sh readme-test":
+			cur = &strings.Builder{}
+		case cur != nil && strings.TrimSpace(line) == "```":
+			blocks = append(blocks, cur.String())
+			cur = nil
+		case cur != nil:
+			cur.WriteString(line + "\n")
+		}
+	}
+	return blocks
+}
+
+// TestReadmeExamples runs the README's marked shell blocks, as written,
+// against a gateway on a free port (localhost:8080 becomes its address):
+// each must exit 0 and no call may be refused as malformed.
+func TestReadmeExamples(t *testing.T) {
+	if _, err := exec.LookPath("curl"); err != nil {
+		t.Skip("curl not installed")
+	}
+	blocks := readmeBlocks(t)
+	if len(blocks) == 0 {
+		t.Fatal("README.md has no block marked sh readme-test")
+	}
+	gateway(t, demoPersona)
+	addr := strings.TrimPrefix(os.Getenv("SIGNOFF_URL"), "http://")
+	for i, block := range blocks {
+		script := strings.ReplaceAll(block, "localhost:8080", addr)
+		cmd := exec.Command("bash", "-euo", "pipefail", "-c", script)
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			t.Errorf("README block %d failed (%v):\n%s\noutput:\n%s", i+1, err, block, out)
+			continue
+		}
+		for _, bad := range []string{`"code":"invalid"`, `"code":"not_found"`, `"code":"unauthorized"`} {
+			if strings.Contains(string(out), bad) {
+				t.Errorf("README block %d: a call was refused (%s):\n%s", i+1, bad, out)
+			}
+		}
+		t.Logf("README block %d:\n%s", i+1, out)
+	}
+}
