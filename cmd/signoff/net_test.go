@@ -13,6 +13,9 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/signoff/signoff/adapters/slack/slackfake"
+	"github.com/signoff/signoff/bot"
 )
 
 var netIDRE = regexp.MustCompile(`request ([a-z2-7]{16})`)
@@ -252,5 +255,83 @@ func TestNetBadInput(t *testing.T) {
 		if code, o, e := cli(args...); code != 2 || !strings.Contains(e, "signoff") && !strings.Contains(e, "usage") {
 			t.Errorf("signoff %s: exit %d\n%s%s", strings.Join(args, " "), code, o, e)
 		}
+	}
+}
+
+// waitMessages waits until request id has a message recorded on p (the
+// card was posted and its ref stored, so reactions to it find it).
+func waitMessages(t *testing.T, id string, p bot.Platform) {
+	t.Helper()
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+		for _, m := range getRequest(t, id).Messages {
+			if m.Platform == p {
+				return
+			}
+		}
+	}
+	t.Fatalf("no %s message recorded for %s", p, id)
+}
+
+// TestSlackReactionOnNetworkRequests: the card says exactly what opens; the
+// owner's ✅ in Slack makes the next revision, but not outside the boundary.
+func TestSlackReactionOnNetworkRequests(t *testing.T) {
+	fake := slackfake.New(t)
+	t.Setenv("SIGNOFF_SLACK_BOT_TOKEN", slackfake.BotToken)
+	t.Setenv("SIGNOFF_SLACK_APP_TOKEN", slackfake.AppToken)
+	t.Setenv("SIGNOFF_SLACK_API_URL", fake.APIURL)
+	dir := t.TempDir()
+	boundary := filepath.Join(dir, "boundary")
+	os.WriteFile(boundary, []byte("pypi.org:443\n"), 0o644)
+	t.Setenv("SIGNOFF_NET_BOUNDARY", boundary)
+	gateway(t, "name: demo\nowner:\n  name: alice\n  nostr: OWNER\n  slack: U01ALICE\ntimeout: 1m\nchannels:\n  - slack: C0123456\n")
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	react := func(evID, ts string) {
+		if _, err := fake.Send(ctx, "events_api", slackfake.ReactionEvent(evID, "reaction_added", "U01ALICE", "white_check_mark", "C0123456", ts)); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	out := mustCLI(t, 0, "net", "request", "--host", "paste.evil.example", "--port", "443", "--reason", "share the logs")
+	outside := netIDRE.FindStringSubmatch(out)[1]
+	post, err := fake.Next(ctx, "chat.postMessage")
+	if err != nil {
+		t.Fatal(err)
+	}
+	card := post.Text + string(post.Blocks)
+	if !strings.Contains(card, "paste.evil.example:443: every method on this host and port") || !strings.Contains(card, "outside the network boundary") {
+		t.Fatalf("card does not say what opens and that it cannot be approved: %s", card)
+	}
+	waitMessages(t, outside, bot.Slack)
+	react("EvOut", post.TS)
+
+	out = mustCLI(t, 0, "net", "request", "--host", "pypi.org", "--port", "443", "--method", "POST", "--path", "/legacy/", "--reason", "publish")
+	inside := netIDRE.FindStringSubmatch(out)[1]
+	post2, err := fake.Next(ctx, "chat.postMessage")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if card := post2.Text + string(post2.Blocks); !strings.Contains(card, "pypi.org:443: read-write, POST on /legacy/") {
+		t.Fatalf("card: %s", card)
+	}
+	waitMessages(t, inside, bot.Slack)
+	react("EvIn", post2.TS)
+
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		out = mustCLI(t, 0, "net", "policy")
+		if strings.HasPrefix(out, "revision 2 ") || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if !strings.HasPrefix(out, "revision 2 — approved request "+inside) || !strings.Contains(out, "pypi.org:443 read-write methods POST paths /legacy/") {
+		t.Fatalf("after the ✅ in Slack:\n%s", out)
+	}
+	if r := getRequest(t, outside); r.Status != bot.Pending || len(r.Votes) != 1 {
+		t.Fatalf("the ✅ in Slack outside the boundary: %s with votes %+v", r.Status, r.Votes)
+	}
+	if strings.Contains(out, "paste.evil") {
+		t.Fatalf("the boundary was crossed:\n%s", out)
 	}
 }
