@@ -398,8 +398,15 @@ func peer(r *http.Request) string {
 	return host
 }
 
-// loopback reports whether the call came from this machine.
+// loopback reports whether the call came from this machine. A call that
+// carries forwarding headers came through a reverse proxy — on this
+// machine, maybe, but on behalf of someone who need not be — so it is not.
 func loopback(r *http.Request) bool {
+	for _, h := range []string{"Forwarded", "X-Forwarded-For", "X-Real-Ip", "X-Forwarded-Host"} {
+		if r.Header.Get(h) != "" {
+			return false
+		}
+	}
 	ip, err := netip.ParseAddr(strings.Trim(peer(r), "[]"))
 	return err == nil && ip.Unmap().IsLoopback()
 }

@@ -515,3 +515,31 @@ func TestLastUseIsRecorded(t *testing.T) {
 		t.Errorf("a touch resurrected a revoked token: %+v", got)
 	}
 }
+
+// TestCallThroughAReverseProxyIsNotLoopback: nginx on the gateway's host
+// forwards the network's calls to 127.0.0.1:8080. With no token created
+// yet, those callers must not get the loopback default — nor make the
+// first token.
+func TestCallThroughAReverseProxyIsNotLoopback(t *testing.T) {
+	f := authSetup(t)
+	for _, h := range []string{"X-Forwarded-For", "Forwarded", "X-Real-IP"} {
+		for _, c := range []struct{ method, path, body string }{
+			{"GET", "/v1/requests", ""},
+			{"POST", "/v1/tokens", `{"name":"me","scopes":["admin"]}`},
+		} {
+			req, _ := http.NewRequest(c.method, f.srv.URL+c.path, strings.NewReader(c.body))
+			req.Header.Set(h, "203.0.113.5")
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			resp.Body.Close()
+			if resp.StatusCode != 401 {
+				t.Errorf("%s %s with %s: %d, want 401", c.method, c.path, h, resp.StatusCode)
+			}
+		}
+	}
+	if ts, _ := f.env.Store.Tokens(context.Background()); len(ts) != 0 {
+		t.Errorf("a proxied caller made %d tokens", len(ts))
+	}
+}
