@@ -112,14 +112,24 @@ func (c *Classifier) Command(cmd string) bot.Assessment {
 	if len(cmd) > c.rules.MaxCommandBytes {
 		return dangerous("command is longer than the classifier reads; a person decides")
 	}
-	w := walker{r: c.rules}
-	if args, ok := plainWords(cmd); ok {
+	w := walkers.Get().(*walker)
+	w.reset(c.rules)
+	defer walkers.Put(w)
+	if args, ok := plainWords(cmd, w.argBuf[:0]); ok {
 		// the keyword gate: plain words need no parser
 		w.command(args, in{}, ctx{})
 		return w.result()
 	}
 	w.shell(cmd, ctx{})
 	return w.result()
+}
+
+// walkers are reused: a command's walk allocates little beyond its result.
+var walkers = sync.Pool{New: func() any { return new(walker) }}
+
+// reset makes a pooled walker new, keeping its buffers.
+func (w *walker) reset(r *Rules) {
+	*w = walker{r: r, verdict: verdict{reasons: w.reasons[:0]}, argBuf: w.argBuf}
 }
 
 func dangerous(reason string) bot.Assessment {
@@ -144,11 +154,15 @@ type verdict struct {
 }
 
 type leveled struct {
-	level  bot.Level
-	reason string
+	level      bot.Level
+	reason, id string
 }
 
-func (v *verdict) add(l bot.Level, reason string) {
+func (v *verdict) add(l bot.Level, reason string) { v.addID(l, reason, "") }
+
+// addID records a reason and its rule's id apart, so the two are joined
+// only for the reasons reported.
+func (v *verdict) addID(l bot.Level, reason, id string) {
 	if v.level == "" || rank(l) > rank(v.level) {
 		v.level = l
 	}
@@ -156,11 +170,11 @@ func (v *verdict) add(l bot.Level, reason string) {
 		return
 	}
 	for _, r := range v.reasons {
-		if r.reason == reason && r.level == l {
+		if r.reason == reason && r.id == id && r.level == l {
 			return
 		}
 	}
-	v.reasons = append(v.reasons, leveled{l, reason})
+	v.reasons = append(v.reasons, leveled{l, reason, id})
 }
 
 func (v *verdict) result() bot.Assessment {
@@ -170,7 +184,7 @@ func (v *verdict) result() bot.Assessment {
 	}
 	for _, r := range v.reasons {
 		if r.level == a.Level {
-			a.Reasons = append(a.Reasons, r.reason)
+			a.Reasons = append(a.Reasons, withID(r.reason, r.id))
 		}
 	}
 	return a

@@ -56,7 +56,7 @@ func FuzzPlainWords(f *testing.F) {
 	}
 	c := Default()
 	f.Fuzz(func(t *testing.T, cmd string) {
-		args, ok := plainWords(cmd)
+		args, ok := plainWords(cmd, nil)
 		if !ok {
 			return
 		}

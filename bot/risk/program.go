@@ -161,7 +161,7 @@ func (w *walker) verbs(name string, args []word, cx ctx, confirm bool) {
 					}
 				})
 				if hit != "" {
-					w.add(bot.Dangerous, withID("skips a confirmation ("+shorten(name+" "+hit)+")", "generic:confirm-"+strings.TrimLeft(hit, "-")))
+					w.addID(bot.Dangerous, "skips a confirmation ("+shorten(name+" "+hit)+")", "generic:confirm-"+strings.TrimLeft(hit, "-"))
 				}
 			}
 			continue
@@ -174,7 +174,7 @@ func (w *walker) verbs(name string, args []word, cx ctx, confirm bool) {
 		for _, part := range verbParts(t) {
 			for _, v := range g.verbs {
 				if part == v.key {
-					w.add(bot.Dangerous, withID(reasonOr(v.reason, "destructive verb")+" ("+shorten(name+" "+t)+")", "generic:verb-"+v.key))
+					w.addID(bot.Dangerous, reasonOr(v.reason, "destructive verb")+" ("+shorten(name+" "+t)+")", "generic:verb-"+v.key)
 				}
 			}
 			if prodVerb == "" && contains(g.ProdVerbs, part) {
@@ -190,7 +190,7 @@ func (w *walker) verbs(name string, args []word, cx ctx, confirm bool) {
 		}
 	}
 	if prod && prodVerb != "" {
-		w.add(bot.Dangerous, withID("deploys to production ("+shorten(name+" "+prodVerb)+")", "generic:deploy-prod"))
+		w.addID(bot.Dangerous, "deploys to production ("+shorten(name+" "+prodVerb)+")", "generic:deploy-prod")
 	}
 }
 
@@ -436,13 +436,13 @@ func (w *walker) apply(name string, p *Program, args []word, cx ctx, full bool) 
 		if l != base {
 			reason = name + " (a dry run or help: changes nothing)"
 		}
-		w.add(l, withID(reason, p.id))
+		w.addID(l, reason, p.id)
 	}
 	for _, h := range raises {
 		if cx.help || cx.dry {
 			continue
 		}
-		w.add(h.level, withID(reasonOr(h.reason, name+" with these options is dangerous"), h.id))
+		w.addID(h.level, reasonOr(h.reason, name+" with these options is dangerous"), h.id)
 	}
 	if cx.help || cx.dry {
 		return
@@ -450,7 +450,7 @@ func (w *walker) apply(name string, p *Program, args []word, cx ctx, full bool) 
 	if full && p.Deletes != nil {
 		d := p.Deletes
 		if delWhen && len(positionals) == 0 && cx.inputArgs && !d.OnlyProtected {
-			w.add(bot.Dangerous, withID(d.Reason+" (paths read from input)", d.ID))
+			w.addID(bot.Dangerous, d.Reason+" (paths read from input)", d.ID)
 		}
 		targets := positionals
 		if d.OnlyProtected && len(targets) > 1 {
@@ -460,7 +460,7 @@ func (w *walker) apply(name string, p *Program, args []word, cx ctx, full bool) 
 			a = w.resolve(a)
 			if reason, _ := w.r.writeReason(a.text); reason != "" {
 				r, id := splitID(reason)
-				w.add(bot.Dangerous, withID("deletes or moves a protected path: "+r, id))
+				w.addID(bot.Dangerous, "deletes or moves a protected path: "+r, id)
 				continue
 			}
 			if !delWhen {
@@ -471,12 +471,12 @@ func (w *walker) apply(name string, p *Program, args []word, cx ctx, full bool) 
 				if d.OnlyProtected && (a.glob || strings.Contains(a.text, unknownMark)) {
 					continue
 				}
-				w.add(bot.Dangerous, withID(d.Reason, d.ID))
+				w.addID(bot.Dangerous, d.Reason, d.ID)
 			case 2:
 				if d.OnlyProtected {
 					continue
 				}
-				w.add(bot.Dangerous, withID(reasonOr(d.OutsideReason, d.Reason), d.ID))
+				w.addID(bot.Dangerous, reasonOr(d.OutsideReason, d.Reason), d.ID)
 			}
 		}
 	}
@@ -764,7 +764,7 @@ func stripSQL(s string) string {
 func (w *walker) unknown(prog string, args []word, cx ctx) {
 	help, dry := w.modes(nil, args)
 	cx.help, cx.dry = help, dry
-	w.add(w.r.Unknown.Level, withID(reasonOr(w.r.Unknown.Reason, "unknown program")+" ("+shorten(prog)+")", "generic:unknown"))
+	w.addID(w.r.Unknown.Level, reasonOr(w.r.Unknown.Reason, "unknown program")+" ("+shorten(prog)+")", "generic:unknown")
 	if sqlWords[strings.ToUpper(prog)] {
 		// SQL typed as a command (DROP TABLE x;): judge it as SQL
 		text := prog
@@ -779,7 +779,7 @@ func (w *walker) unknown(prog string, args []word, cx ctx) {
 		for _, part := range verbParts(prog) {
 			for _, v := range w.r.Generic.verbs {
 				if part == v.key {
-					w.add(bot.Dangerous, withID(reasonOr(v.reason, "destructive verb")+" ("+shorten(prog)+")", "generic:verb-"+v.key))
+					w.addID(bot.Dangerous, reasonOr(v.reason, "destructive verb")+" ("+shorten(prog)+")", "generic:verb-"+v.key)
 				}
 			}
 		}

@@ -50,7 +50,7 @@ func (w *walker) sedCommand(args []word, _ in, _ ctx) bool {
 			scripts = append(scripts, word{text: t[len("--expression="):], static: args[i].static})
 		case t == "-f" || t == "--file" || strings.HasPrefix(t, "--file="):
 			explicit = true
-			w.add(bot.Dangerous, withID("runs a sed script file the classifier cannot see (sed -f)", "core.filesystem:sed-script-file"))
+			w.addID(bot.Dangerous, "runs a sed script file the classifier cannot see (sed -f)", "core.filesystem:sed-script-file")
 			i++
 		case strings.HasPrefix(t, "-") && len(t) > 1 && !strings.HasPrefix(t, "--"):
 			// a cluster ending in e takes the script: -ne 's/x/y/'
@@ -65,7 +65,7 @@ func (w *walker) sedCommand(args []word, _ in, _ ctx) bool {
 			}
 			if j := strings.IndexByte(t, 'f'); j > 0 && !strings.Contains(t[:j], "e") {
 				explicit = true
-				w.add(bot.Dangerous, withID("runs a sed script file the classifier cannot see (sed -f)", "core.filesystem:sed-script-file"))
+				w.addID(bot.Dangerous, "runs a sed script file the classifier cannot see (sed -f)", "core.filesystem:sed-script-file")
 				i++
 			}
 		case strings.HasPrefix(t, "-"):
@@ -107,7 +107,7 @@ func (w *walker) sedScript(s string) {
 		i++ // the command letter
 		switch c {
 		case 'e':
-			w.add(bot.Dangerous, withID("sed e runs a shell command", "core.filesystem:sed-exec"))
+			w.addID(bot.Dangerous, "sed e runs a shell command", "core.filesystem:sed-exec")
 			i = lineEnd(s, i)
 		case 'w', 'W':
 			file := strings.TrimSpace(s[i:lineEnd(s, i)])
@@ -137,7 +137,7 @@ func (w *walker) sedScript(s string) {
 			for i < len(s) && s[i] != ';' && s[i] != '\n' && s[i] != '}' {
 				switch s[i] {
 				case 'e':
-					w.add(bot.Dangerous, withID("sed s///e runs the result as a shell command", "core.filesystem:sed-s-exec"))
+					w.addID(bot.Dangerous, "sed s///e runs the result as a shell command", "core.filesystem:sed-s-exec")
 				case 'w':
 					w.sedWrite(strings.TrimSpace(s[i+1 : lineEnd(s, i+1)]))
 					i = lineEnd(s, i+1)
@@ -154,7 +154,7 @@ func (w *walker) sedWrite(file string) {
 	case "/dev/stdout", "/dev/stderr":
 		return
 	}
-	w.add(bot.Dangerous, withID("sed w writes a file ("+shorten(file)+")", "core.filesystem:sed-write"))
+	w.addID(bot.Dangerous, "sed w writes a file ("+shorten(file)+")", "core.filesystem:sed-write")
 }
 
 // skipDelimited returns the index just past the next unescaped delim.
@@ -190,14 +190,14 @@ func (w *walker) atJob(args []word, stdin in, cx ctx) bool {
 		case t == "-l" || t == "-c" || t == "-V" || t == "--help":
 			return true // lists or prints jobs
 		case t == "-r" || t == "-d":
-			w.add(bot.Caution, withID("removes scheduled jobs", "system:at-remove"))
+			w.addID(bot.Caution, "removes scheduled jobs", "system:at-remove")
 			return true
 		case t == "-f" || strings.HasPrefix(t, "-f"):
-			w.add(bot.Dangerous, withID("schedules a script file the classifier cannot see (at -f)", "system:at-file"))
+			w.addID(bot.Dangerous, "schedules a script file the classifier cannot see (at -f)", "system:at-file")
 			return true
 		}
 	}
-	w.add(bot.Caution, withID("schedules a command to run later (at)", "system:at"))
+	w.addID(bot.Caution, "schedules a command to run later (at)", "system:at")
 	w.stdinCode(args[0].text, stdin, cx, func(text string) { w.shell(text, cx.deeper()) })
 	return true
 }
@@ -206,7 +206,7 @@ func (w *walker) atJob(args []word, stdin in, cx ctx) bool {
 func (w *walker) printenv(args []word, _ in, _ ctx) bool {
 	for _, a := range args[1:] {
 		if !isOption(a.text) && w.r.secretVar(a.text) {
-			w.add(bot.Dangerous, withID("prints a credential from the environment ("+shorten(a.text)+")", "secrets:printenv"))
+			w.addID(bot.Dangerous, "prints a credential from the environment ("+shorten(a.text)+")", "secrets:printenv")
 		}
 	}
 	return true
@@ -241,7 +241,7 @@ func (w *walker) callWords(c *syntax.CallExpr, args []word) {
 	for i, x := range c.Args {
 		a := args[i]
 		if a.static && subscriptInjection(a.text) {
-			w.add(bot.Dangerous, withID("holds text that runs a command when bash evaluates it as an array subscript", "shell:subscript-injection"))
+			w.addID(bot.Dangerous, "holds text that runs a command when bash evaluates it as an array subscript", "shell:subscript-injection")
 		}
 		if a.static {
 			continue
@@ -254,13 +254,13 @@ func (w *walker) callWords(c *syntax.CallExpr, args []word) {
 				}
 				name := p.Param.Value
 				if p.Excl && p.Names == 0 && p.Index == nil {
-					w.add(bot.Dangerous, withID("expands a variable named by another (${!x}), which bash may evaluate as code", "shell:indirect-expansion"))
+					w.addID(bot.Dangerous, "expands a variable named by another (${!x}), which bash may evaluate as code", "shell:indirect-expansion")
 				}
 				if printing && w.r.secretVar(name) {
-					w.add(bot.Dangerous, withID("prints a credential from the environment ($"+name+")", "secrets:echo"))
+					w.addID(bot.Dangerous, "prints a credential from the environment ($"+name+")", "secrets:echo")
 				}
 				if i > 0 && w.r.secretPathVar(name) {
-					w.add(bot.Dangerous, withID("reads through $"+name+", which names signoff key material", "signoff:key-path"))
+					w.addID(bot.Dangerous, "reads through $"+name+", which names signoff key material", "signoff:key-path")
 				}
 				if i > 0 && p.Exp != nil && p.Exp.Word != nil {
 					switch p.Exp.Op {
@@ -275,7 +275,7 @@ func (w *walker) callWords(c *syntax.CallExpr, args []word) {
 				}
 			case *syntax.CmdSubst:
 				if i > 0 && decodes(p.Stmts) {
-					w.add(bot.Dangerous, withID("an argument is decoded at run time, hiding what it names", "shell:decoded-argument"))
+					w.addID(bot.Dangerous, "an argument is decoded at run time, hiding what it names", "shell:decoded-argument")
 				}
 				return false
 			}
@@ -365,14 +365,14 @@ func normalizeCode(code string) string {
 // kvClient judges a key-value store client: read-only commands are safe,
 // anything else writes the store.
 func (w *walker) kvClient(prog string, c *KVClient, args []word, stdin in, cx ctx) {
-	w.add(bot.Caution, withID("key-value store client ("+prog+")", "databases:kv-client"))
+	w.addID(bot.Caution, "key-value store client ("+prog+")", "databases:kv-client")
 	takes := c.withArg.takes
 	var cmd []word
 	for i := 1; i < len(args); i++ {
 		t := args[i].text
 		if isOption(t) && args[i].static {
 			if t == "--eval" {
-				w.add(bot.Dangerous, withID("runs a Lua script file the classifier cannot see ("+prog+" --eval)", "databases:kv-eval-file"))
+				w.addID(bot.Dangerous, "runs a Lua script file the classifier cannot see ("+prog+" --eval)", "databases:kv-eval-file")
 			}
 			if eachOpt(t, takes, c.withArg.hasExact, func(opt) {}) {
 				i++
@@ -394,19 +394,19 @@ func (w *walker) kvClient(prog string, c *KVClient, args []word, stdin in, cx ct
 			}
 		}
 	case inFile, inPipe:
-		w.add(bot.Dangerous, withID("pipes commands the classifier cannot see into "+prog, "databases:kv-stdin"))
+		w.addID(bot.Dangerous, "pipes commands the classifier cannot see into "+prog, "databases:kv-stdin")
 	}
 }
 
 func (w *walker) kvCommand(prog string, c word, _ ctx) {
 	if !c.static {
-		w.add(bot.Dangerous, withID(prog+" command comes from a variable or substitution", "databases:kv-dynamic"))
+		w.addID(bot.Dangerous, prog+" command comes from a variable or substitution", "databases:kv-dynamic")
 		return
 	}
 	if w.r.KV.ro[strings.ToUpper(c.text)] {
 		return
 	}
-	w.add(bot.Dangerous, withID("writes to or controls the store ("+shorten(prog+" "+c.text)+")", "databases:kv-write"))
+	w.addID(bot.Dangerous, "writes to or controls the store ("+shorten(prog+" "+c.text)+")", "databases:kv-write")
 }
 
 // scanLiterals: static words need a look only when one could hide a
@@ -442,7 +442,7 @@ func (w *walker) envFiltered(c *syntax.BinaryCmd) {
 		t := strings.ToLower(viewWord(a).text)
 		for _, k := range []string{"token", "secret", "key", "pass", "cred", "auth", "_pat", "session"} {
 			if strings.Contains(t, k) {
-				w.add(bot.Dangerous, withID("prints credentials from the environment ("+shorten(viewWord(left.Args[0]).text+" | "+viewWord(right.Args[0]).text)+")", "secrets:env-filter"))
+				w.addID(bot.Dangerous, "prints credentials from the environment ("+shorten(viewWord(left.Args[0]).text+" | "+viewWord(right.Args[0]).text)+")", "secrets:env-filter")
 				return
 			}
 		}
@@ -545,7 +545,7 @@ func (w *walker) parallelInputs(prog string, wr *Wrapper, cmd, inputs []word, st
 
 // ddCommand: dd writes of= and reads if=; the target decides the risk.
 func (w *walker) ddCommand(args []word, _ in, _ ctx) bool {
-	w.add(bot.Caution, withID("copies raw data (dd)", "system:dd"))
+	w.addID(bot.Caution, "copies raw data (dd)", "system:dd")
 	wrote := false
 	for _, a := range args[1:] {
 		switch {
@@ -561,7 +561,7 @@ func (w *walker) ddCommand(args []word, _ in, _ ctx) bool {
 		}
 	}
 	if !wrote {
-		w.add(bot.Caution, withID("dd writes to standard output", "system:dd"))
+		w.addID(bot.Caution, "dd writes to standard output", "system:dd")
 	}
 	return true
 }

@@ -31,14 +31,25 @@ type walker struct {
 	explain bool
 	span    string // the source of the command being judged, for Explain
 	hits    []Hit
+
+	argBuf [12]word // plainWords' words, kept with a pooled walker
 }
 
-// add records a level and its reason (with its rule id, if any).
+// add records a level and its reason (with its rule id, if any, as
+// " [id]" at its end).
 func (w *walker) add(l bot.Level, reason string) {
-	w.verdict.add(l, reason)
+	r, id := reason, ""
+	if strings.HasSuffix(reason, "]") {
+		r, id = splitID(reason)
+	}
+	w.addID(l, r, id)
+}
+
+// addID records a level, its reason and the id of the rule that gave it.
+func (w *walker) addID(l bot.Level, reason, id string) {
+	w.verdict.addID(l, reason, id)
 	if w.explain && reason != "" {
-		r, id := splitID(reason)
-		w.hits = append(w.hits, Hit{Level: l, Rule: id, Reason: r, Span: w.span})
+		w.hits = append(w.hits, Hit{Level: l, Rule: id, Reason: reason, Span: w.span})
 	}
 }
 
@@ -167,7 +178,7 @@ func (w *walker) stmt(src string, s *syntax.Stmt, stdin in, cx ctx) {
 			syntax.Walk(x, func(n syntax.Node) bool {
 				if wd, ok := n.(*syntax.Word); ok {
 					if v := viewWord(wd); v.static && subscriptInjection(v.text) {
-						w.add(bot.Dangerous, withID("holds text that runs a command when bash evaluates it as an array subscript", "shell:subscript-injection"))
+						w.addID(bot.Dangerous, "holds text that runs a command when bash evaluates it as an array subscript", "shell:subscript-injection")
 					}
 				}
 				return true
@@ -235,7 +246,7 @@ func (w *walker) assign(src string, a *syntax.Assign, cx ctx) {
 		v := viewWord(a.Value)
 		if v.static {
 			if subscriptInjection(v.text) {
-				w.add(bot.Dangerous, withID("holds text that runs a command when bash evaluates it as an array subscript", "shell:subscript-injection"))
+				w.addID(bot.Dangerous, "holds text that runs a command when bash evaluates it as an array subscript", "shell:subscript-injection")
 			}
 			if w.vars == nil {
 				w.vars = map[string]string{}
@@ -591,7 +602,7 @@ func (w *walker) write(t word, how string) {
 	}
 	t = w.resolve(t)
 	if t.text == "/" || t.text == "/." {
-		w.add(bot.Dangerous, withID("writes into the root directory", "core.filesystem:write-root"))
+		w.addID(bot.Dangerous, "writes into the root directory", "core.filesystem:write-root")
 		return
 	}
 	reason, harmless := w.r.writeReason(t.text)
@@ -620,7 +631,7 @@ func (w *walker) command(args []word, stdin in, cx ctx) {
 	}
 	prog := name.text
 	if cx.inputArgs && strings.Contains(prog, "{}") {
-		w.add(bot.Dangerous, withID("the command itself comes from input ("+shorten(prog)+")", "shell:command-from-input"))
+		w.addID(bot.Dangerous, "the command itself comes from input ("+shorten(prog)+")", "shell:command-from-input")
 		return
 	}
 	if prog == "" {
@@ -707,7 +718,7 @@ func (w *walker) command(args []word, stdin in, cx ctx) {
 	case kProgram:
 		w.program(prog, e.prog, args[1:], cx)
 	case kDangerous:
-		w.add(bot.Dangerous, withID(reasonOr(e.reason, prog+" is listed as dangerous"), e.id))
+		w.addID(bot.Dangerous, reasonOr(e.reason, prog+" is listed as dangerous"), e.id)
 	case kCaution:
 		w.add(bot.Caution, prog+" may change files or state")
 	case kSafe:
@@ -732,7 +743,7 @@ func (w *walker) code(t word, cx ctx, what string) {
 
 func (w *walker) wrapper(prog string, wr *Wrapper, args []word, stdin in, cx ctx) {
 	if wr.Level != "" {
-		w.add(wr.Level, withID(reasonOr(wr.Reason, prog+" wraps another command"), wr.id))
+		w.addID(wr.Level, reasonOr(wr.Reason, prog+" wraps another command"), wr.id)
 	}
 	rest := args[1:]
 	i := 0
@@ -800,7 +811,7 @@ func (w *walker) wrapper(prog string, wr *Wrapper, args []word, stdin in, cx ctx
 				if len(f.Values) > 0 && (!hasValue || !globAny(f.Values, strings.ToLower(value))) {
 					continue
 				}
-				w.add(f.Level, withID(reasonOr(f.Reason, prog+" with these options is dangerous"), f.ID))
+				w.addID(f.Level, reasonOr(f.Reason, prog+" with these options is dangerous"), f.ID)
 			}
 			if wr.code.has(&o) {
 				oo := o
@@ -829,7 +840,7 @@ func (w *walker) wrapper(prog string, wr *Wrapper, args []word, stdin in, cx ctx
 	}
 	cmd := rest[i:]
 	if len(cmd) == 0 && wr.InputCommands {
-		w.add(bot.Dangerous, withID("runs commands read from its input ("+prog+" with no command)", "shell:input-commands"))
+		w.addID(bot.Dangerous, "runs commands read from its input ("+prog+" with no command)", "shell:input-commands")
 		return
 	}
 	if len(cmd) == 0 {
@@ -870,7 +881,7 @@ func (w *walker) wrapper(prog string, wr *Wrapper, args []word, stdin in, cx ctx
 			break
 		}
 		if len(cmd) == 0 {
-			w.add(bot.Dangerous, withID("runs commands read from its input ("+prog+" with no command)", "shell:input-commands"))
+			w.addID(bot.Dangerous, "runs commands read from its input ("+prog+" with no command)", "shell:input-commands")
 			return
 		}
 	}
@@ -1005,13 +1016,13 @@ func (w *walker) shellProgram(prog string, args []word, stdin in, cx ctx) {
 	}
 	if code != nil {
 		if cx.inputArgs && hasPlaceholder(code.text) {
-			w.add(bot.Dangerous, withID("pastes its input into shell code ("+prog+" -c '…{}…')", "shell:input-in-code"))
+			w.addID(bot.Dangerous, "pastes its input into shell code ("+prog+" -c '…{}…')", "shell:input-in-code")
 		}
 		w.code(*code, cx, prog+" -c")
 		return
 	}
 	if cflag && cx.inputArgs {
-		w.add(bot.Dangerous, withID("runs shell code read from input ("+prog+" -c under xargs)", "shell:code-from-input"))
+		w.addID(bot.Dangerous, "runs shell code read from input ("+prog+" -c under xargs)", "shell:code-from-input")
 		return
 	}
 	if cflag {
@@ -1086,7 +1097,7 @@ func (w *walker) interpreter(prog string, ip *Interpreter, args []word, stdin in
 			var skip bool
 			skip = eachOpt(t, takes, exact, func(o opt) {
 				if ip.bad.has(&o) {
-					w.add(bot.Dangerous, withID("loads code or edits files in place ("+shorten(prog+" "+o.name)+")", "interp:"+prog+"-"+strings.TrimLeft(o.name, "-")))
+					w.addID(bot.Dangerous, "loads code or edits files in place ("+shorten(prog+" "+o.name)+")", "interp:"+prog+"-"+strings.TrimLeft(o.name, "-"))
 				}
 				if ip.inplace.has(&o) {
 					inplace = true
@@ -1198,13 +1209,13 @@ func (w *walker) inlineCode(prog string, ip *Interpreter, code string) {
 	norm := normalizeCode(code)
 	for _, d := range words {
 		if strings.Contains(code, d) || strings.Contains(norm, d) {
-			w.add(bot.Dangerous, withID("inline "+prog+" code uses "+quote(d), "interp:dangerous-code"))
+			w.addID(bot.Dangerous, "inline "+prog+" code uses "+quote(d), "interp:dangerous-code")
 			return
 		}
 	}
 	for _, b := range []string{"/bin/", "/sbin/"} {
 		if strings.Contains(norm, b) {
-			w.add(bot.Dangerous, withID("inline "+prog+" code names a program by path", "interp:program-path"))
+			w.addID(bot.Dangerous, "inline "+prog+" code names a program by path", "interp:program-path")
 			return
 		}
 	}
@@ -1223,7 +1234,7 @@ func (w *walker) inlineCode(prog string, ip *Interpreter, code string) {
 
 func (w *walker) find(args []word, cx ctx) {
 	if cx.inputArgs {
-		w.add(bot.Dangerous, withID("find gets more arguments from input, which may be -delete or -exec", "core.filesystem:find-input-args"))
+		w.addID(bot.Dangerous, "find gets more arguments from input, which may be -delete or -exec", "core.filesystem:find-input-args")
 	}
 	var roots []word
 	i := 1
@@ -1281,7 +1292,7 @@ func (w *walker) find(args []word, cx ctx) {
 			if len(inner) > 0 {
 				switch path.Base(inner[0].text) {
 				case "rm", "unlink", "shred":
-					w.add(bot.Dangerous, withID("deletes every file found, with no list to review (find -exec rm)", "core.filesystem:find-exec-rm"))
+					w.addID(bot.Dangerous, "deletes every file found, with no list to review (find -exec rm)", "core.filesystem:find-exec-rm")
 				}
 			}
 			w.command(inner, in{}, ctx{depth: cx.depth, inputArgs: true})
@@ -1295,9 +1306,9 @@ func (w *walker) find(args []word, cx ctx) {
 				}
 			}
 			if broad {
-				w.add(bot.Dangerous, withID("find -delete under a root, home, wildcard or outside-workspace path", "core.filesystem:find-delete-broad"))
+				w.addID(bot.Dangerous, "find -delete under a root, home, wildcard or outside-workspace path", "core.filesystem:find-delete-broad")
 			} else {
-				w.add(bot.Dangerous, withID("deletes every file found, with no list to review (find -delete)", "core.filesystem:find-delete"))
+				w.addID(bot.Dangerous, "deletes every file found, with no list to review (find -delete)", "core.filesystem:find-delete")
 			}
 		case "-fprint", "-fprint0", "-fprintf", "-fls":
 			if i+1 < len(args) {

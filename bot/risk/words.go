@@ -175,11 +175,10 @@ func hasSubst(w *syntax.Word) bool {
 // make a word a glob, as the parser would. Anything else — expansions,
 // operators, redirections, brackets, a reserved word or an assignment
 // first — reports false, and the parser reads the command.
-func plainWords(cmd string) ([]word, bool) {
+func plainWords(cmd string, args []word) ([]word, bool) {
 	if cmd == "" || len(cmd) > 512 {
 		return nil, false
 	}
-	args := make([]word, 0, 8)
 	var b strings.Builder
 	cur := word{static: true}
 	quotedAny := false
