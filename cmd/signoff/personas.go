@@ -45,6 +45,19 @@ func personas(ctx context.Context, a *app, args []string) int {
 		fmt.Fprintf(a.stderr, "no persona files (*.yaml) in %s\n", dir)
 		return 1
 	}
+	if cfg, err := loadConfig(); err == nil {
+		warnings, fatal := reachProblems(ps, postingPlatforms(cfg))
+		for _, w := range warnings {
+			fmt.Fprintln(a.stderr, "warning: "+w)
+		}
+		if len(fatal) > 0 {
+			for _, f := range fatal {
+				fmt.Fprintln(a.stderr, f)
+			}
+			fmt.Fprintf(a.stderr, "signoff serve will not start with these personas in this environment\n")
+			return 1
+		}
+	}
 	fmt.Fprintf(a.stdout, "ok: %d persona(s) in %s: %s\n", len(ps), dir, strings.Join(names, ", "))
 	return 0
 }

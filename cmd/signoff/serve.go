@@ -11,6 +11,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"time"
 
@@ -131,6 +132,17 @@ func serve(ctx context.Context, a *app, args []string) int {
 	plat, err := platforms(cfg, g, personas, key, log)
 	if err != nil {
 		return a.fail(err)
+	}
+	posts := map[bot.Platform]bool{}
+	for p := range g.Channels {
+		posts[p] = true
+	}
+	warnings, fatal := reachProblems(personas, posts)
+	for _, w := range warnings {
+		log.Warn("CHANNEL UNREACHABLE: " + w)
+	}
+	if len(fatal) > 0 {
+		return a.failf("%s\n(set the platform's credentials, or fix the persona; `signoff personas check` says the same)", strings.Join(fatal, "\n"))
 	}
 	if err := g.Start(ctx); err != nil {
 		return a.fail(err)
