@@ -94,6 +94,20 @@ func TestTokensRevokeEndsItAtOnce(t *testing.T) {
 	if code, _, errs := cli("pending"); code != 2 || !strings.Contains(errs, "requires a token") {
 		t.Errorf("pending with no token once tokens exist = %d %q", code, errs)
 	}
+	// The refusals and token changes are in the audit log, and it still verifies.
+	path := filepath.Join(os.Getenv("SIGNOFF_DATA_DIR"), "audit.jsonl")
+	raw, _ := os.ReadFile(path)
+	for _, want := range []string{`"type":"token"`, `"action":"revoked"`, `"type":"auth"`, `"reason":"unknown or revoked token"`} {
+		if !strings.Contains(string(raw), want) {
+			t.Errorf("audit log lacks %s", want)
+		}
+	}
+	if strings.Contains(string(raw), reader) {
+		t.Error("the audit log holds a token")
+	}
+	if code, out, errs := cli("audit", "verify", path); code != 0 {
+		t.Errorf("audit verify = %d %q %q", code, out, errs)
+	}
 }
 
 func TestTokenFileMustBeOwnerOnly(t *testing.T) {
