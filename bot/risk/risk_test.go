@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/signoff/signoff/bot"
@@ -397,5 +398,49 @@ func TestLoadPackDirectoryOverridesByFileName(t *testing.T) {
 func TestDefaultPacksLoad(t *testing.T) {
 	if _, err := ParsePacks(DefaultPacks()); err != nil {
 		t.Fatalf("embedded packs: %v", err)
+	}
+}
+
+// Pooled walkers must not carry anything from one command to the next,
+// nor across goroutines: classifying the corpus concurrently, shuffled,
+// gives exactly what classifying it alone gives.
+func TestConcurrentClassifyMatchesSequential(t *testing.T) {
+	c := Default()
+	var cmds []string
+	for _, ls := range readCorpusDir(t) {
+		for _, l := range ls {
+			if !strings.HasPrefix(l.cmd, "tool:") {
+				cmds = append(cmds, l.cmd)
+			}
+		}
+	}
+	want := make([]string, len(cmds))
+	for i, cmd := range cmds {
+		a := c.Command(cmd)
+		want[i] = string(a.Level) + fmt.Sprint(a.Reasons)
+	}
+	errs := make(chan string, 8)
+	var wg sync.WaitGroup
+	for g := 0; g < 4; g++ {
+		wg.Add(1)
+		go func(g int) {
+			defer wg.Done()
+			for k := range cmds {
+				i := (k*7 + g*131) % len(cmds)
+				a := c.Command(cmds[i])
+				if got := string(a.Level) + fmt.Sprint(a.Reasons); got != want[i] {
+					select {
+					case errs <- fmt.Sprintf("%q: concurrent %s, alone %s", cmds[i], got, want[i]):
+					default:
+					}
+					return
+				}
+			}
+		}(g)
+	}
+	wg.Wait()
+	close(errs)
+	for e := range errs {
+		t.Error(e)
 	}
 }

@@ -54,7 +54,8 @@ func (v *word) part(b *strings.Builder, p syntax.WordPart, quoted bool) {
 		}
 	case *syntax.SglQuoted:
 		if x.Dollar {
-			s, err := expand.Literal(nil, &syntax.Word{Parts: []syntax.WordPart{x}})
+			// a fresh Config: with nil, expand mutates a shared one (a data race)
+			s, err := expand.Literal(&expand.Config{}, &syntax.Word{Parts: []syntax.WordPart{x}})
 			if err != nil {
 				v.static = false
 				b.WriteString(unknownMark)
