@@ -226,10 +226,13 @@ func (g *Gateway) submit(ctx context.Context, n NewRequest, denyOnly string) (*R
 	if err := g.signEvent(r, p); err != nil {
 		return nil, err
 	}
+	// Recorded before it exists: a request the log cannot hold is refused.
+	if err := g.auditOrRefuse(ctx, AuditEntry{Type: "request", RequestID: r.ID, Data: r, Evidence: r.Event}, "request"); err != nil {
+		return nil, err
+	}
 	if err := g.Store.Create(ctx, r, electorate); err != nil {
 		return nil, err
 	}
-	g.audit(ctx, AuditEntry{Type: "request", RequestID: r.ID, Data: r, Evidence: r.Event})
 	g.Metrics.submitted()
 
 	if p.Owner == nil {
@@ -307,10 +310,12 @@ func (g *Gateway) Record(ctx context.Context, n NewRequest) (Assessment, error) 
 	if a.Level == Dangerous {
 		return a, Errorf(EConflict, "the gateway classifies this as dangerous (%s): ask for approval instead", strings.Join(a.Reasons, "; "))
 	}
-	g.audit(ctx, AuditEntry{Type: "ran", Data: map[string]any{
+	if err := g.auditOrRefuse(ctx, AuditEntry{Type: "ran", Data: map[string]any{
 		"persona": n.Persona, "kind": n.Kind, "action": n.Action, "reason": n.Reason,
 		"level": a.Level, "reasons": a.Reasons, "at": g.now().UTC(),
-	}})
+	}}, "action"); err != nil {
+		return a, err
+	}
 	return a, nil
 }
 
@@ -410,17 +415,11 @@ func (g *Gateway) CastVote(ctx context.Context, b Ballot) (VoteOutcome, error) {
 	if b.At.IsZero() {
 		b.At = g.now()
 	}
-	out, err := g.Store.RecordVote(ctx, b)
+	out, err := g.tally(ctx, b)
 	if err != nil {
 		return out, err
 	}
 	g.Metrics.vote(out.Result)
-	if out.Recorded {
-		g.audit(ctx, AuditEntry{Type: "vote", RequestID: b.RequestID, Data: voteRecord{
-			Voter: b.Voter, Choice: b.Choice, Proof: b.Proof, At: b.At.UTC(),
-			Result: out.Result, Why: out.Reason, Status: out.Status, Reason: b.Reason,
-		}, Evidence: b.Evidence})
-	}
 	if out.Decided {
 		if out.Grant && g.Grants != nil {
 			g.makeGrant(ctx, b.RequestID)
@@ -445,17 +444,6 @@ func (g *Gateway) makeGrant(ctx context.Context, id string) {
 	if err != nil {
 		g.log().Error("make grant", "id", id, "err", err)
 	}
-}
-
-type voteRecord struct {
-	Voter  Identity  `json:"voter"`
-	Choice Choice    `json:"vote"`
-	Proof  Proof     `json:"proof"`
-	At     time.Time `json:"at"`
-	Result Result    `json:"result"`
-	Why    string    `json:"why,omitempty"`
-	Status Status    `json:"status"`
-	Reason string    `json:"reason,omitempty"` // what the voter said
 }
 
 // decided runs once per decision, on the gateway that made it: wake local
@@ -496,7 +484,7 @@ func (g *Gateway) followUp(id string) {
 		return
 	}
 	g.log().Info("request decided", "id", id, "status", r.Status, "by", r.DecidedBy, "reason", r.DecisionReason)
-	g.audit(ctx, AuditEntry{Type: "decision", RequestID: id, Data: map[string]any{
+	g.auditPersist(ctx, AuditEntry{Type: "decision", RequestID: id, Data: map[string]any{
 		"status": r.Status, "decided_by": r.DecidedBy, "decided_at": r.DecidedAt, "reason": r.DecisionReason,
 	}})
 	g.Metrics.decision(r)

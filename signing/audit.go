@@ -1,7 +1,6 @@
 package signing
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"crypto/sha256"
@@ -9,7 +8,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"sync"
@@ -21,10 +19,14 @@ import (
 	"github.com/signoff/signoff/bot"
 )
 
-// Record is one line of the audit log. Each record's Hash covers its
-// fields and the previous record's hash, and Sig is the gateway key's
-// BIP-340 signature of Hash, so removing, reordering or editing a record
-// breaks the chain at that point.
+// Record is one line of the audit trail. Each record's Hash covers its
+// fields and the previous record's hash, so removing, reordering or editing
+// a record breaks the chain at that point. Records are not signed one by
+// one: every so often the gateway appends a checkpoint record, whose Sig is
+// its key's BIP-340 signature of the checkpoint's Hash — and so, through the
+// links, of every record before it (as Certificate Transparency signs tree
+// heads). Records written by signoff before checkpoints existed (format v1)
+// carry a signature each and still verify.
 type Record struct {
 	Seq       uint64          `json:"seq"`
 	Time      string          `json:"time"`
@@ -33,42 +35,114 @@ type Record struct {
 	Data      json.RawMessage `json:"data"`
 	Evidence  json.RawMessage `json:"evidence,omitempty"`
 	Prev      string          `json:"prev"`
-	Signer    string          `json:"signer"`
+	Signer    string          `json:"signer,omitempty"`
 	Hash      string          `json:"hash"`
-	Sig       string          `json:"sig"`
+	Sig       string          `json:"sig,omitempty"`
 }
+
+// TypeCheckpoint is the type of a signed checkpoint record.
+const TypeCheckpoint = "checkpoint"
 
 // genesis is the Prev of the first record.
 var genesis = hex.EncodeToString(make([]byte, 32))
+
+// v1 reports whether r is a record of the first format: signed on its own.
+func (r *Record) v1() bool { return r.Sig != "" && r.Type != TypeCheckpoint }
 
 func (r *Record) digest() ([32]byte, error) {
 	data, evidence := r.Data, r.Evidence
 	if len(evidence) == 0 {
 		evidence = json.RawMessage("null")
 	}
-	pre, err := json.Marshal([]any{"signoff-audit-v1", r.Seq, r.Time, r.Type, r.RequestID, data, evidence, r.Prev, r.Signer})
+	version := "signoff-audit-v2"
+	if r.v1() {
+		version = "signoff-audit-v1"
+	}
+	pre, err := json.Marshal([]any{version, r.Seq, r.Time, r.Type, r.RequestID, data, evidence, r.Prev, r.Signer})
 	if err != nil {
 		return [32]byte{}, err
 	}
 	return sha256.Sum256(pre), nil
 }
 
-// AuditLog appends signed, hash-chained records to a file. Mirror, when
-// set, also receives every line (the Redis stream other replicas read).
-type AuditLog struct {
-	Mirror func(ctx context.Context, line []byte) error
-	Now    func() time.Time
-
-	mu   sync.Mutex
-	f    *os.File
-	key  *Key
-	priv *btcec.PrivateKey
-	seq  uint64
-	prev string
+// ChainStore holds the one chain every replica appends to, in one order
+// (quorum/redis implements it on a stream). A replica's file is a copy.
+type ChainStore interface {
+	// AuditHead is the last record's seq and hash (0, "" when empty).
+	AuditHead(ctx context.Context) (seq uint64, hash string, err error)
+	// AppendAudit stores line as record seq (hash, linked to prev) only if
+	// the head is still seq-1 with hash prev; otherwise ok is false.
+	AppendAudit(ctx context.Context, seq uint64, prev, hash string, line []byte) (ok bool, err error)
+	// AuditRecords returns up to max records after seq, in order.
+	AuditRecords(ctx context.Context, after uint64, max int) ([][]byte, error)
+	// SeedAudit sets an empty store's head (the records before it stay in
+	// the files); false when the store already has a head.
+	SeedAudit(ctx context.Context, seq uint64, hash string) (bool, error)
 }
 
-// OpenAudit opens (or creates) the log at path and continues its chain.
+// AuditOptions tune an AuditLog; the zero value is a file-only log.
+type AuditOptions struct {
+	// Store, when set, is the shared chain; records go there first.
+	Store ChainStore
+	// CheckpointEvery signs the head after this many records (default 1000).
+	CheckpointEvery int
+	// CheckpointInterval signs the head when records have waited this long
+	// for one (default 1s).
+	CheckpointInterval time.Duration
+	// StoreHoldsAll gives a store that lost its chain (restarted empty)
+	// every record of the file back, so exports and replicas that join
+	// later find the whole chain there; otherwise (the embedded store,
+	// empty at every start) it is seeded with the head alone.
+	StoreHoldsAll bool
+	// Warn is told what opening had to repair (a quarantined tail).
+	Warn func(msg string)
+}
+
+// AuditLog appends hash-chained records to a file (and to the shared
+// store, when there is one) and signs checkpoints of the head. Append
+// fails when the record could not be written, so a caller can refuse what
+// it would have recorded.
+type AuditLog struct {
+	Now func() time.Time
+
+	mu       sync.Mutex
+	path     string
+	f        *os.File
+	key      *Key
+	priv     *btcec.PrivateKey
+	opt      AuditOptions
+	seq      uint64 // the last record in the chain as this log knows it
+	prev     string
+	fileSeq  uint64 // the last record written to the file
+	fileHash string
+	covered  uint64 // the last checkpoint's seq
+	oldest   time.Time
+	torn     bool  // the file may end inside a record
+	size     int64 // the file's length
+	broken   error // a line could not be taken back: refuse all
+
+	stop chan struct{}
+	done chan struct{}
+}
+
+// OpenAudit opens (or creates) a file-only log at path.
 func OpenAudit(path string, key *Key) (*AuditLog, error) {
+	return OpenAuditWith(context.Background(), path, key, AuditOptions{})
+}
+
+// OpenAuditWith opens the log at path and continues its chain — but only
+// from a point the gateway can vouch for: the whole file is verified under
+// key, and records after its last signed checkpoint (written before a
+// crash, never signed, and so forgeable by anyone who can write the file)
+// are moved aside to path.unverified-* unless the store holds the same
+// chain. A file that does not verify stops the gateway.
+func OpenAuditWith(ctx context.Context, path string, key *Key, opt AuditOptions) (*AuditLog, error) {
+	if opt.CheckpointEvery <= 0 {
+		opt.CheckpointEvery = 1000
+	}
+	if opt.CheckpointInterval <= 0 {
+		opt.CheckpointInterval = time.Second
+	}
 	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 		return nil, fmt.Errorf("create audit dir: %w", err)
 	}
@@ -76,46 +150,204 @@ func OpenAudit(path string, key *Key) (*AuditLog, error) {
 	if err != nil {
 		return nil, fmt.Errorf("open audit log: %w", err)
 	}
-	l := &AuditLog{f: f, key: key, prev: genesis}
+	l := &AuditLog{path: path, f: f, key: key, opt: opt, prev: genesis}
 	sk, err := hex.DecodeString(key.secret)
 	if err != nil {
 		f.Close()
 		return nil, err
 	}
 	l.priv, _ = btcec.PrivKeyFromBytes(sk)
-	// Continue from the last record; a torn last line (a crash mid-write)
-	// is a break that `audit verify` reports.
-	sc := bufio.NewScanner(f)
-	sc.Buffer(make([]byte, 64<<10), 64<<20)
-	for sc.Scan() {
-		var r Record
-		if json.Unmarshal(sc.Bytes(), &r) == nil && r.Hash != "" {
-			l.seq, l.prev = r.Seq, r.Hash
-		}
-	}
-	if err := sc.Err(); err != nil {
+	if err := l.recover(ctx); err != nil {
 		f.Close()
-		return nil, fmt.Errorf("read audit log: %w", err)
+		return nil, err
 	}
-	// After a torn write the file does not end in a newline; start the
-	// next record on a line of its own, or it would be lost in the torn one.
-	if fi, err := f.Stat(); err == nil && fi.Size() > 0 {
-		last := make([]byte, 1)
-		if _, err := f.ReadAt(last, fi.Size()-1); err == nil && last[0] != '\n' {
-			if _, err := f.Write([]byte("\n")); err != nil {
-				f.Close()
-				return nil, fmt.Errorf("audit write: %w", err)
-			}
-		}
-	}
+	l.stop, l.done = make(chan struct{}), make(chan struct{})
+	go l.checkpointer()
 	return l, nil
 }
 
-// Append writes one record for e.
+// recover verifies the file and brings it and the store to one trusted head.
+func (l *AuditLog) recover(ctx context.Context) error {
+	if _, err := l.f.Seek(0, 0); err != nil {
+		return fmt.Errorf("read audit log: %w", err)
+	}
+	rep := VerifyChain(l.f, VerifyOptions{Signer: l.key.PublicKey()})
+	if rep.Err != nil {
+		return fmt.Errorf("read audit log: %w", rep.Err)
+	}
+	if rep.Break != nil {
+		return fmt.Errorf("audit log %s does not verify under this gateway's key (%v); a gateway never continues a chain it cannot vouch for: "+
+			"keep that file as evidence, move it aside and start again (see `signoff audit verify %s`)", l.path, rep.Break, l.path)
+	}
+	l.seq, l.prev, l.covered = rep.Last, rep.Head, rep.Covered
+	var storeSeq uint64
+	if l.opt.Store != nil {
+		var err error
+		if storeSeq, _, err = l.opt.Store.AuditHead(ctx); err != nil {
+			return fmt.Errorf("audit store: %w", err)
+		}
+	}
+	vouched := rep.Last == rep.Covered
+	if !vouched && storeSeq >= rep.Last && rep.Last > 0 {
+		h, err := l.storeHash(ctx, rep.Last)
+		if err != nil {
+			return err
+		}
+		vouched = h == rep.Head
+	}
+	if !vouched {
+		// Continue from the last checkpoint; what follows it is kept aside.
+		l.seq, l.prev = rep.Covered, rep.CoveredHash
+		if err := l.quarantine(rep.CoveredEnd); err != nil {
+			return err
+		}
+	} else if rep.TornTail {
+		l.torn = true
+	}
+	l.fileSeq, l.fileHash = l.seq, l.prev
+	fi, err := l.f.Stat()
+	if err != nil {
+		return fmt.Errorf("audit log: %w", err)
+	}
+	l.size = fi.Size()
+	if l.opt.Store == nil {
+		return nil
+	}
+	switch {
+	case storeSeq == 0 && l.seq > 0 && !l.opt.StoreHoldsAll:
+		if _, err := l.opt.Store.SeedAudit(ctx, l.seq, l.prev); err != nil {
+			return fmt.Errorf("audit store: %w", err)
+		}
+	case storeSeq < l.seq:
+		// The store lost records this file has (restored from an older
+		// snapshot): give them back, from the file's verified part.
+		if h, err := l.storeHash(ctx, storeSeq); err != nil {
+			return err
+		} else if h != "" && h != fileHashAt(l.path, storeSeq) {
+			return fmt.Errorf("audit log %s and the store's chain differ at seq %d; refusing to join them", l.path, storeSeq)
+		}
+		if err := l.pushFrom(ctx, storeSeq); err != nil {
+			return err
+		}
+	default:
+		if l.seq > 0 {
+			h, err := l.storeHash(ctx, l.seq)
+			if err != nil {
+				return err
+			}
+			if h != l.prev {
+				return fmt.Errorf("audit log %s and the store's chain differ at seq %d; refusing to join them", l.path, l.seq)
+			}
+		}
+		if err := l.catchUp(ctx); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// storeHash is the hash of the store's record seq ("" if it has none).
+func (l *AuditLog) storeHash(ctx context.Context, seq uint64) (string, error) {
+	if seq == 0 {
+		return "", nil
+	}
+	lines, err := l.opt.Store.AuditRecords(ctx, seq-1, 1)
+	if err != nil {
+		return "", fmt.Errorf("audit store: %w", err)
+	}
+	if len(lines) == 0 {
+		return "", nil
+	}
+	var r Record
+	if err := json.Unmarshal(lines[0], &r); err != nil || r.Seq != seq {
+		return "", fmt.Errorf("audit store: record %d is not readable", seq)
+	}
+	return r.Hash, nil
+}
+
+// fileHashAt is the hash of the file's record seq ("" if none).
+func fileHashAt(path string, seq uint64) string {
+	f, err := os.Open(path)
+	if err != nil {
+		return ""
+	}
+	defer f.Close()
+	h := ""
+	eachLine(f, func(_ int, line []byte, _ int64) bool {
+		var r Record
+		if json.Unmarshal(line, &r) == nil && r.Seq == seq {
+			h = r.Hash
+			return false
+		}
+		return true
+	})
+	return h
+}
+
+// pushFrom appends the file's records after seq to the store.
+func (l *AuditLog) pushFrom(ctx context.Context, after uint64) error {
+	f, err := os.Open(l.path)
+	if err != nil {
+		return fmt.Errorf("read audit log: %w", err)
+	}
+	defer f.Close()
+	var perr error
+	eachLine(f, func(_ int, line []byte, _ int64) bool {
+		var r Record
+		if json.Unmarshal(line, &r) != nil || r.Seq <= after || r.Seq > l.seq {
+			return true
+		}
+		ok, err := l.opt.Store.AppendAudit(ctx, r.Seq, r.Prev, r.Hash, bytes.TrimSpace(line))
+		if err == nil && !ok {
+			err = fmt.Errorf("the store's head moved while seq %d was restored", r.Seq)
+		}
+		perr = err
+		return err == nil
+	})
+	if perr != nil {
+		return fmt.Errorf("audit store: %w", perr)
+	}
+	return nil
+}
+
+// quarantine moves the file's bytes after end to a side file and cuts the
+// log there.
+func (l *AuditLog) quarantine(end int64) error {
+	fi, err := l.f.Stat()
+	if err != nil {
+		return fmt.Errorf("audit log: %w", err)
+	}
+	if fi.Size() <= end {
+		return nil
+	}
+	tail := make([]byte, fi.Size()-end)
+	if _, err := l.f.ReadAt(tail, end); err != nil {
+		return fmt.Errorf("audit log: %w", err)
+	}
+	side := fmt.Sprintf("%s.unverified-%d", l.path, time.Now().UnixNano())
+	if err := os.WriteFile(side, tail, 0o600); err != nil {
+		return fmt.Errorf("audit log: keep unverified tail: %w", err)
+	}
+	if err := l.f.Truncate(end); err != nil {
+		return fmt.Errorf("audit log: %w", err)
+	}
+	if l.opt.Warn != nil {
+		l.opt.Warn(fmt.Sprintf("audit log: %d byte(s) after the last signed checkpoint (seq %d) could not be vouched for (written before a crash, or by someone else) and were moved to %s; the chain continues from the checkpoint",
+			len(tail), l.covered, side))
+	}
+	return nil
+}
+
+// Append writes one record for e: to the file, then to the store (when
+// there is one). An error means the record is not written.
 func (l *AuditLog) Append(ctx context.Context, e bot.AuditEntry) error {
+	return l.AppendCommit(ctx, e, nil)
+}
+
+func newRecord(e bot.AuditEntry) (Record, error) {
 	data, err := json.Marshal(e.Data)
 	if err != nil {
-		return fmt.Errorf("audit data: %w", err)
+		return Record{}, fmt.Errorf("audit data: %w", err)
 	}
 	var evidence json.RawMessage
 	if len(e.Evidence) > 0 {
@@ -127,131 +359,288 @@ func (l *AuditLog) Append(ctx context.Context, e bot.AuditEntry) error {
 			evidence = buf.Bytes()
 		}
 	}
-	now := time.Now
-	if l.Now != nil {
-		now = l.Now
-	}
+	return Record{Type: e.Type, RequestID: e.RequestID, Data: data, Evidence: evidence}, nil
+}
 
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	r := Record{
-		Seq: l.seq + 1, Time: now().UTC().Format(time.RFC3339Nano), Type: e.Type, RequestID: e.RequestID,
-		Data: data, Evidence: evidence, Prev: l.prev, Signer: l.key.PublicKey(),
+func (l *AuditLog) now() time.Time {
+	if l.Now != nil {
+		return l.Now()
 	}
-	d, err := r.digest()
-	if err != nil {
-		return fmt.Errorf("audit digest: %w", err)
-	}
-	sig, err := schnorr.Sign(l.priv, d[:])
-	if err != nil {
-		return fmt.Errorf("audit sign: %w", err)
-	}
-	r.Hash, r.Sig = hex.EncodeToString(d[:]), hex.EncodeToString(sig.Serialize())
-	line, err := json.Marshal(r)
+	return time.Now()
+}
+
+// AppendCommit writes the record for e ahead of commit, which does the
+// recorded work (and, when the chain is shared, appends the record to the
+// store in the same atomic step). A failed commit, or one that says the
+// record is not part of the chain, takes the line back out of the file.
+func (l *AuditLog) AppendCommit(ctx context.Context, e bot.AuditEntry, commit func(context.Context, bot.AuditRef) (bool, error)) error {
+	r, err := newRecord(e)
 	if err != nil {
 		return err
 	}
-	if _, err := l.f.Write(append(line, '\n')); err != nil {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if _, err := l.append(ctx, r, "", commit); err != nil {
+		return err
+	}
+	// The record is written; a checkpoint that fails now is tried again
+	// with the next record or tick.
+	if l.seq-l.covered >= uint64(l.opt.CheckpointEvery) {
+		l.checkpoint(ctx, "count")
+	}
+	return nil
+}
+
+// append chains r after the head, writes it to the file, then commits it
+// (to the store, or through commit); l.mu is held.
+func (l *AuditLog) append(ctx context.Context, r Record, reason string, commit func(context.Context, bot.AuditRef) (bool, error)) (bool, error) {
+	if l.broken != nil {
+		return false, fmt.Errorf("audit log unusable until restart: %w", l.broken)
+	}
+	if l.fileSeq < l.seq {
+		if err := l.catchUp(ctx); err != nil {
+			return false, err
+		}
+	}
+	r.Time = l.now().UTC().Format(time.RFC3339Nano)
+	for attempt := 0; ; attempt++ {
+		r.Seq, r.Prev = l.seq+1, l.prev
+		if r.Type == TypeCheckpoint {
+			r.Signer = l.key.PublicKey()
+			r.Data, _ = json.Marshal(map[string]any{"covers": l.seq, "reason": reason})
+		}
+		d, err := r.digest()
+		if err != nil {
+			return false, fmt.Errorf("audit digest: %w", err)
+		}
+		r.Hash = hex.EncodeToString(d[:])
+		if r.Type == TypeCheckpoint {
+			sig, err := schnorr.Sign(l.priv, d[:])
+			if err != nil {
+				return false, fmt.Errorf("audit sign: %w", err)
+			}
+			r.Sig = hex.EncodeToString(sig.Serialize())
+		}
+		line, err := json.Marshal(r)
+		if err != nil {
+			return false, err
+		}
+		off := l.size
+		if err := l.write(line); err != nil {
+			return false, err
+		}
+		ref := bot.AuditRef{Seq: r.Seq, Prev: r.Prev, Hash: r.Hash, Line: line, Shared: l.opt.Store != nil}
+		appended := true
+		switch {
+		case commit != nil:
+			appended, err = commit(ctx, ref)
+		case l.opt.Store != nil:
+			var ok bool
+			ok, err = l.opt.Store.AppendAudit(ctx, r.Seq, r.Prev, r.Hash, line)
+			if err == nil && !ok {
+				err = bot.ErrAuditConflict
+			}
+			if err != nil && !errors.Is(err, bot.ErrAuditConflict) {
+				err = fmt.Errorf("audit store: %w", err)
+			}
+		}
+		if err != nil || !appended {
+			if rerr := l.rollback(off); rerr != nil {
+				return false, rerr
+			}
+		}
+		if errors.Is(err, bot.ErrAuditConflict) {
+			// Another replica appended: copy its records, then retry.
+			if attempt == 50 {
+				return false, errors.New("audit store: the chain's head kept moving")
+			}
+			if err := l.catchUp(ctx); err != nil {
+				return false, err
+			}
+			continue
+		}
+		if err != nil || !appended {
+			return false, err
+		}
+		l.seq, l.prev, l.fileSeq, l.fileHash = r.Seq, r.Hash, r.Seq, r.Hash
+		if r.Type == TypeCheckpoint {
+			l.covered, l.oldest = r.Seq, time.Time{}
+			l.publish(line)
+		} else if l.oldest.IsZero() {
+			l.oldest = time.Now()
+		}
+		return true, nil
+	}
+}
+
+// rollback cuts the file back to off (a line written ahead of a commit
+// that did not happen); if even that fails the log refuses every further
+// record, since the file would hold one that is not in the chain.
+func (l *AuditLog) rollback(off int64) error {
+	if err := l.f.Truncate(off); err != nil {
+		l.broken = err
+		return fmt.Errorf("audit write: cannot take back a record: %w", err)
+	}
+	l.size = off
+	return nil
+}
+
+// write appends one line to the file; a partial write is taken back.
+func (l *AuditLog) write(line []byte) error {
+	buf := make([]byte, 0, len(line)+2)
+	if l.torn {
+		buf = append(buf, '\n') // start on a line of its own after a tear
+	}
+	buf = append(append(buf, line...), '\n')
+	n, err := l.f.Write(buf)
+	if err != nil {
+		if n > 0 {
+			if rerr := l.rollback(l.size); rerr != nil {
+				l.torn = true
+			}
+		}
 		return fmt.Errorf("audit write: %w", err)
 	}
-	l.seq, l.prev = r.Seq, r.Hash
-	if l.Mirror != nil {
-		// Under the lock, so the stream holds the records in chain order;
-		// bounded, so a slow store cannot stall the log for long.
-		mctx, cancel := context.WithTimeout(ctx, 2*time.Second)
-		defer cancel()
-		if err := l.Mirror(mctx, line); err != nil {
-			return fmt.Errorf("audit mirror: %w", err)
-		}
-	}
+	l.size += int64(n)
+	l.torn = false
 	return nil
 }
 
-// Close closes the file.
-func (l *AuditLog) Close() error { return l.f.Close() }
-
-// ChainError says where an audit log breaks.
-type ChainError struct {
-	Line   int
-	Seq    uint64
-	Reason string
-}
-
-func (e *ChainError) Error() string {
-	return fmt.Sprintf("line %d (seq %d): %s", e.Line, e.Seq, e.Reason)
-}
-
-// VerifyAudit checks every record read from r: well-formed, numbered in
-// order, chained to the one before, hash recomputed, signature valid, and
-// every record signed by signer — or, when signer is empty, by the key that
-// signed the first record, so a tail appended under another key is a
-// break. It returns the number of good records and the first break as a
-// *ChainError.
-func VerifyAudit(r io.Reader, signer string) (int, error) {
-	sc := bufio.NewScanner(r)
-	sc.Buffer(make([]byte, 64<<10), 64<<20)
-	prev, seq, n := genesis, uint64(0), 0
-	for line := 1; sc.Scan(); line++ {
-		fail := func(s uint64, format string, args ...any) (int, error) {
-			return n, &ChainError{Line: line, Seq: s, Reason: fmt.Sprintf(format, args...)}
+// catchUp copies the store's records after the file's last one into the
+// file, checking that each links to the one before; l.mu is held.
+func (l *AuditLog) catchUp(ctx context.Context) error {
+	if l.opt.Store == nil {
+		return nil
+	}
+	hs, hh, err := l.opt.Store.AuditHead(ctx)
+	if err != nil {
+		return fmt.Errorf("audit store: %w", err)
+	}
+	if hs < l.fileSeq {
+		// The store lost records this file has (it restarted empty, or
+		// from an older snapshot): give the chain back to it.
+		if hs > 0 {
+			if hh != fileHashAt(l.path, hs) {
+				return fmt.Errorf("audit log %s and the store's chain differ at seq %d; refusing to join them", l.path, hs)
+			}
 		}
-		if len(bytes.TrimSpace(sc.Bytes())) == 0 {
-			return fail(seq+1, "empty line")
+		if hs == 0 && !l.opt.StoreHoldsAll {
+			if _, err := l.opt.Store.SeedAudit(ctx, l.fileSeq, l.fileHash); err != nil {
+				return fmt.Errorf("audit store: %w", err)
+			}
+			if l.opt.Warn != nil {
+				l.opt.Warn(fmt.Sprintf("audit: the store's chain is gone (it restarted empty?); it continues from this replica's head, seq %d (the records before it are in the replicas' files)", l.fileSeq))
+			}
+		} else if err := l.pushFrom(ctx, hs); err != nil {
+			return err
 		}
-		var rec Record
-		if err := json.Unmarshal(sc.Bytes(), &rec); err != nil {
-			return fail(seq+1, "not a JSON record: %v", err)
-		}
-		if rec.Seq != seq+1 {
-			return fail(rec.Seq, "sequence number %d, want %d (a record is missing or out of order)", rec.Seq, seq+1)
-		}
-		if rec.Prev != prev {
-			return fail(rec.Seq, "prev hash does not match the record before")
-		}
-		if signer == "" {
-			signer = rec.Signer
-		}
-		if rec.Signer != signer {
-			return fail(rec.Seq, "signed by %s, want %s", rec.Signer, signer)
-		}
-		d, err := rec.digest()
+		return nil
+	}
+	seq, prev := l.fileSeq, l.fileHash
+	for {
+		lines, err := l.opt.Store.AuditRecords(ctx, seq, 500)
 		if err != nil {
-			return fail(rec.Seq, "cannot hash: %v", err)
+			return fmt.Errorf("audit store: %w", err)
 		}
-		if hex.EncodeToString(d[:]) != rec.Hash {
-			return fail(rec.Seq, "hash does not match the record's contents (edited)")
+		for _, line := range lines {
+			var r Record
+			if err := json.Unmarshal(line, &r); err != nil {
+				return fmt.Errorf("audit store: record after seq %d is not readable", seq)
+			}
+			d, err := r.digest()
+			if err != nil || r.Seq != seq+1 || r.Prev != prev || hex.EncodeToString(d[:]) != r.Hash {
+				return fmt.Errorf("audit store: record %d does not link to the chain", seq+1)
+			}
+			if err := l.write(line); err != nil {
+				return err
+			}
+			seq, prev = r.Seq, r.Hash
+			l.fileSeq, l.fileHash, l.seq, l.prev = seq, prev, seq, prev
+			if r.Type == TypeCheckpoint {
+				l.covered = r.Seq
+			}
 		}
-		if err := verifySchnorr(rec.Signer, d[:], rec.Sig); err != nil {
-			return fail(rec.Seq, "%v", err)
+		if len(lines) < 500 {
+			return nil
 		}
-		prev, seq = rec.Hash, rec.Seq
-		n++
 	}
-	if err := sc.Err(); err != nil {
-		return n, &ChainError{Line: n + 1, Seq: seq + 1, Reason: err.Error()}
-	}
-	return n, nil
 }
 
-func verifySchnorr(pubHex string, msg []byte, sigHex string) error {
-	pb, err := hex.DecodeString(pubHex)
-	if err != nil || len(pb) != 32 {
-		return errors.New("signer is not a 32-byte hex public key")
+// checkpoint appends a signed checkpoint of the head; l.mu is held.
+func (l *AuditLog) checkpoint(ctx context.Context, reason string) error {
+	_, err := l.append(ctx, Record{Type: TypeCheckpoint}, reason, nil)
+	return err
+}
+
+// publish writes the latest checkpoint beside the log (path.checkpoint),
+// where `audit verify` finds it: a log cut shorter than it is truncated.
+func (l *AuditLog) publish(line []byte) {
+	tmp := l.path + ".checkpoint.tmp"
+	if os.WriteFile(tmp, append(line, '\n'), 0o600) == nil {
+		os.Rename(tmp, l.path+".checkpoint")
 	}
-	pub, err := schnorr.ParsePubKey(pb)
-	if err != nil {
-		return errors.New("signer is not a valid public key")
+}
+
+// Checkpoint signs the head now if any record is not yet covered.
+func (l *AuditLog) Checkpoint(ctx context.Context) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.seq == l.covered {
+		return nil
 	}
-	sb, err := hex.DecodeString(sigHex)
-	if err != nil {
-		return errors.New("signature is not hex")
+	return l.checkpoint(ctx, "interval")
+}
+
+func (l *AuditLog) checkpointer() {
+	defer close(l.done)
+	t := time.NewTicker(l.opt.CheckpointInterval / 2)
+	defer t.Stop()
+	for {
+		select {
+		case <-l.stop:
+			return
+		case <-t.C:
+			l.mu.Lock()
+			due := !l.oldest.IsZero() && time.Since(l.oldest) >= l.opt.CheckpointInterval && l.seq > l.covered
+			if due {
+				ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+				l.checkpoint(ctx, "interval")
+				cancel()
+			}
+			l.mu.Unlock()
+		}
 	}
-	sig, err := schnorr.ParseSignature(sb)
-	if err != nil {
-		return errors.New("signature is malformed")
+}
+
+// Close signs a last checkpoint (so a clean restart continues at once)
+// and closes the file.
+func (l *AuditLog) Close() error {
+	if l.stop != nil {
+		close(l.stop)
+		<-l.done
+		l.stop = nil
 	}
-	if !sig.Verify(msg, pub) {
-		return errors.New("signature does not verify")
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	var err error
+	if l.seq > l.covered && l.f != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		err = l.checkpoint(ctx, "shutdown")
+		cancel()
 	}
-	return nil
+	if l.f == nil {
+		return err
+	}
+	if cerr := l.f.Close(); err == nil {
+		err = cerr
+	}
+	l.f = nil
+	return err
+}
+
+// Head is the chain's last record as this log knows it.
+func (l *AuditLog) Head() (uint64, string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.seq, l.prev
 }

@@ -6,6 +6,7 @@
 package bottest
 
 import (
+	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -170,7 +171,7 @@ func NewOn(t testing.TB, rdb goredis.UniversalClient, prefix string, p bot.Perso
 	}
 	key := fleetKey(prefix)
 	auditPath := filepath.Join(t.TempDir(), "audit.jsonl")
-	audit, err := signing.OpenAudit(auditPath, key)
+	audit, err := signing.OpenAuditWith(ctx, auditPath, key, signing.AuditOptions{Store: store})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -282,4 +283,38 @@ var fleetKeys sync.Map
 func fleetKey(prefix string) *signing.Key {
 	k, _ := fleetKeys.LoadOrStore(prefix, signing.NewKey())
 	return k.(*signing.Key)
+}
+
+// Chain reads the store's whole audit chain (every replica's records, in
+// one order), verifies it under the gateway key and returns its records.
+func (e *Env) Chain(t testing.TB) []signing.Record {
+	t.Helper()
+	var (
+		buf   []byte
+		after uint64
+		recs  []signing.Record
+	)
+	for {
+		lines, err := e.Store.AuditRecords(context.Background(), after, 1000)
+		if err != nil {
+			t.Fatalf("read the audit chain: %v", err)
+		}
+		for _, l := range lines {
+			var r signing.Record
+			if err := json.Unmarshal(l, &r); err != nil {
+				t.Fatalf("audit record %q: %v", l, err)
+			}
+			recs = append(recs, r)
+			buf = append(append(buf, l...), '\n')
+			after++
+		}
+		if len(lines) < 1000 {
+			break
+		}
+	}
+	rep := signing.VerifyChain(bytes.NewReader(buf), signing.VerifyOptions{Signer: e.Key.PublicKey()})
+	if !rep.OK() {
+		t.Fatalf("the store's audit chain does not verify: %v %v", rep.Break, rep.Truncated)
+	}
+	return recs
 }

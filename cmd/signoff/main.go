@@ -29,7 +29,8 @@ usage:
   signoff approve|deny [--reason R] ID       answer with your own signed Nostr reaction
   signoff keygen [--out FILE] | --show       make your key for approve/deny (--show: your npub again)
   signoff personas check [DIR]               validate persona files
-  signoff audit verify [PATH]                check the audit log's chain and signatures
+  signoff audit verify [PATH]                check the audit chain: links, signed checkpoints, truncation
+  signoff audit export [--out PATH]          write the whole chain (from the store) for offline verify
   signoff healthcheck [--ready]              exit 0 if the gateway at SIGNOFF_URL is up (ready)
   signoff classify [--json] -- CMD…          risk of a shell command (stdin with --json)
   signoff exec [--persona P] -- CMD…         run; ask first when dangerous

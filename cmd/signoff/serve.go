@@ -94,6 +94,11 @@ func serve(ctx context.Context, a *app, args []string) int {
 		log.Warn("personas removed from the store: their files are gone", "names", removed)
 	}
 
+	unlock, err := lockDataDir(cfg.DataDir)
+	if err != nil {
+		return a.fail(err)
+	}
+	defer unlock()
 	key, err := gatewayKey(cfg, log)
 	if err != nil {
 		return a.fail(err)
@@ -101,13 +106,11 @@ func serve(ctx context.Context, a *app, args []string) int {
 	if err := writeLocalPin(cfg, key, log); err != nil {
 		return a.fail(err)
 	}
-	audit, err := signing.OpenAudit(cfg.AuditPath, key)
+	audit, err := openAudit(ctx, cfg, key, store, log)
 	if err != nil {
 		return a.fail(err)
 	}
 	defer audit.Close()
-	audit.Mirror = store.AppendAudit
-	log.Info("audit log", "path", cfg.AuditPath)
 	auth, err := serveAuth(ctx, cfg, store, audit, log)
 	if err != nil {
 		return a.fail(err)

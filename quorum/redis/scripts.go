@@ -17,7 +17,9 @@ import goredis "github.com/redis/go-redis/v9"
 // A choice of "always" is an approval; when the votes that decide are all
 // "always" (the owner's, or approvalQuorum members'), the request is marked
 // always=1 and grant is 1.
-var voteScript = goredis.NewScript(`
+var voteScript = goredis.NewScript(voteLua)
+
+const voteLua = `
 local status = redis.call('HGET', KEYS[1], 'status')
 if not status then return {'missing', '', '', 0, 0} end
 if ARGV[1] ~= '' and redis.call('SADD', KEYS[4], ARGV[1]) == 0 then
@@ -101,7 +103,7 @@ if approving(ARGV[4]) and aq > 0 and #approvers >= aq then
   return {'counted', '', 'approved', 1, recorded, 0}
 end
 return {'counted', '', status, 0, recorded}
-`)
+`
 
 // resolveScript decides a pending request without a vote (no owner, no
 // channel, expiry). KEYS: 1 request hash, 2 votes, 3 voters, 4 seen.

@@ -370,10 +370,18 @@ func (s *Store) snapshot(ctx context.Context, id string) (bot.Persona, error) {
 
 // RecordVote judges b against the request's persona and tallies it.
 func (s *Store) RecordVote(ctx context.Context, b bot.Ballot) (bot.VoteOutcome, error) {
+	out, _, err := s.runVote(ctx, b, voteScript, nil, nil)
+	return out, err
+}
+
+// runVote judges b and runs script (the vote script, alone or wrapped)
+// with the request's keys and extra ones after them. It returns the
+// outcome and the script's seventh value, when there is one.
+func (s *Store) runVote(ctx context.Context, b bot.Ballot, script *goredis.Script, extraKeys []string, extraArgs []any) (bot.VoteOutcome, int64, error) {
 	out := bot.VoteOutcome{RequestID: b.RequestID}
 	p, err := s.snapshot(ctx, b.RequestID)
 	if err != nil {
-		return out, err
+		return out, 0, err
 	}
 	v := quorum.Judge(p, b.Voter, b.Proof)
 	at := b.At
@@ -382,18 +390,21 @@ func (s *Store) RecordVote(ctx context.Context, b bot.Ballot) (bot.VoteOutcome, 
 	}
 	voteJSON, err := json.Marshal(bot.Vote{Voter: b.Voter, Name: v.Person, Choice: b.Choice, Proof: b.Proof, At: at.UTC(), Reason: b.Reason})
 	if err != nil {
-		return out, err
+		return out, 0, err
 	}
-	keys := s.requestKeys(b.RequestID)[:4]
-	res, err := voteScript.Run(ctx, s.rdb, keys,
-		b.DedupKey, v.Person, string(v.Role), string(b.Choice), v.Why, voteJSON,
-		at.UnixMilli(), s.channel(), b.RequestID, int64(s.Retention/time.Second), MaxAnswers).Slice()
+	keys := append(s.requestKeys(b.RequestID)[:4:4], extraKeys...)
+	args := append([]any{b.DedupKey, v.Person, string(v.Role), string(b.Choice), v.Why, voteJSON,
+		at.UnixMilli(), s.channel(), b.RequestID, int64(s.Retention / time.Second), MaxAnswers}, extraArgs...)
+	res, err := script.Run(ctx, s.rdb, keys, args...).Slice()
 	if err != nil {
-		return out, unavailable("record vote", err)
+		return out, 0, unavailable("record vote", err)
 	}
 	result, _ := res[0].(string)
-	if result == "missing" {
-		return out, bot.Errorf(bot.ENotFound, "unknown request %q", b.RequestID)
+	switch result {
+	case "missing":
+		return out, 0, bot.Errorf(bot.ENotFound, "unknown request %q", b.RequestID)
+	case "conflict":
+		return out, 0, bot.ErrAuditConflict
 	}
 	out.Result = bot.Result(result)
 	out.Reason, _ = res[1].(string)
@@ -409,10 +420,14 @@ func (s *Store) RecordVote(ctx context.Context, b bot.Ballot) (bot.VoteOutcome, 
 		g, _ := res[5].(int64)
 		out.Grant = g == 1
 	}
+	var extra int64
+	if len(res) > 6 {
+		extra, _ = res[6].(int64)
+	}
 	if out.Decided {
 		s.rdb.ZRem(ctx, s.key("pending"), b.RequestID)
 	}
-	return out, nil
+	return out, extra, nil
 }
 
 // Resolve decides a pending request; false when it was already decided.
@@ -490,12 +505,4 @@ func (s *Store) Ping(ctx context.Context) error {
 		return unavailable("ping", err)
 	}
 	return nil
-}
-
-// AppendAudit mirrors an audit record into a capped stream, where every
-// replica's records can be read.
-func (s *Store) AppendAudit(ctx context.Context, line []byte) error {
-	return s.rdb.XAdd(ctx, &goredis.XAddArgs{
-		Stream: s.key("audit"), MaxLen: 1_000_000, Approx: true, Values: []any{"record", line},
-	}).Err()
 }

@@ -1,0 +1,141 @@
+package bot
+
+import (
+	"context"
+	"errors"
+	"time"
+)
+
+// The audit fails closed: a vote, request or action whose record cannot be
+// written is refused, and nothing is decided on it. A record and the work
+// it records are committed together where the store allows it.
+
+// AuditRef is an audit record ready to join the chain: its place (Seq,
+// after Prev), its Hash and its line. Shared is set when the chain lives
+// in the store too, so the commit must append it there (after checking
+// the head is still Seq-1/Prev) in the same atomic step as its own work.
+type AuditRef struct {
+	Seq    uint64
+	Prev   string
+	Hash   string
+	Line   []byte
+	Shared bool
+}
+
+// ErrAuditConflict is returned by a commit whose store chain had moved on
+// (another replica appended first): nothing was done, and the record is
+// rebuilt on the new head and committed again.
+var ErrAuditConflict = errors.New("audit chain head moved")
+
+// CommitAuditor is an Auditor that writes a record in the same step as
+// the work it records: commit does the work and reports whether the
+// record is part of the chain (false: a duplicate delivery, nothing
+// happened). When commit fails, the record is not kept.
+type CommitAuditor interface {
+	Auditor
+	AppendCommit(ctx context.Context, e AuditEntry, commit func(context.Context, AuditRef) (bool, error)) error
+}
+
+// AuditedVoteStore is a Store that tallies a ballot and appends its audit
+// record in one atomic step (when rec.Shared), or tallies alone. inChain
+// says whether the record is part of the chain: not for a duplicate
+// delivery, nor a stranger's answer past the stored bound.
+type AuditedVoteStore interface {
+	RecordVoteAudited(ctx context.Context, b Ballot, rec AuditRef) (out VoteOutcome, inChain bool, err error)
+}
+
+// ballotRecord is a vote's audit record: the ballot as received, written
+// before (or with) its tally, so its result is not in it — the request's
+// votes and its decision record say how it counted.
+type ballotRecord struct {
+	Voter  Identity  `json:"voter"`
+	Choice Choice    `json:"vote"`
+	Proof  Proof     `json:"proof"`
+	At     time.Time `json:"at"`
+	Reason string    `json:"reason,omitempty"` // what the voter said
+}
+
+// auditUnavailable is what a refused caller is told.
+func auditUnavailable(what string, err error) error {
+	return Errorf(EUnavailable, "the audit log cannot be written, so this %s is refused and nothing is decided on it: %v", what, err)
+}
+
+// auditOrRefuse writes e, or says why what it records is refused.
+func (g *Gateway) auditOrRefuse(ctx context.Context, e AuditEntry, what string) error {
+	if g.Audit == nil {
+		return nil
+	}
+	if err := g.Audit.Append(context.WithoutCancel(ctx), e); err != nil {
+		g.log().Error("audit append; refused", "type", e.Type, "id", e.RequestID, "err", err)
+		return auditUnavailable(what, err)
+	}
+	return nil
+}
+
+// tally counts b with its audit record: in one step with the store when
+// both sides can, else the record first. A vote whose record cannot be
+// written is refused and not counted.
+func (g *Gateway) tally(ctx context.Context, b Ballot) (VoteOutcome, error) {
+	if g.Audit == nil {
+		return g.Store.RecordVote(ctx, b)
+	}
+	e := AuditEntry{Type: "vote", RequestID: b.RequestID, Data: ballotRecord{
+		Voter: b.Voter, Choice: b.Choice, Proof: b.Proof, At: b.At.UTC(), Reason: b.Reason,
+	}, Evidence: b.Evidence}
+	ca, ok := g.Audit.(CommitAuditor)
+	if !ok {
+		if err := g.auditOrRefuse(ctx, e, "vote"); err != nil {
+			return VoteOutcome{}, err
+		}
+		return g.Store.RecordVote(ctx, b)
+	}
+	var (
+		out       VoteOutcome
+		commitErr error
+	)
+	err := ca.AppendCommit(context.WithoutCancel(ctx), e, func(ctx context.Context, rec AuditRef) (bool, error) {
+		var inChain bool
+		if as, ok := g.Store.(AuditedVoteStore); ok {
+			out, inChain, commitErr = as.RecordVoteAudited(ctx, b, rec)
+		} else if rec.Shared {
+			commitErr = Errorf(EInternal, "the audit chain is in the store, but this store cannot tally with it")
+		} else {
+			out, commitErr = g.Store.RecordVote(ctx, b)
+			inChain = commitErr == nil && out.Recorded
+		}
+		if errors.Is(commitErr, ErrAuditConflict) {
+			return false, commitErr // retried on the new head
+		}
+		return inChain, commitErr
+	})
+	if commitErr != nil && !errors.Is(commitErr, ErrAuditConflict) {
+		return out, commitErr
+	}
+	if err != nil {
+		g.log().Error("audit append; vote refused", "id", b.RequestID, "err", err)
+		return VoteOutcome{}, auditUnavailable("vote", err)
+	}
+	return out, nil
+}
+
+// auditPersist writes a record of something already done (a decision),
+// trying again while ctx lasts: the store may be restarting.
+func (g *Gateway) auditPersist(ctx context.Context, e AuditEntry) {
+	if g.Audit == nil {
+		return
+	}
+	backoff := 100 * time.Millisecond
+	for {
+		err := g.Audit.Append(context.WithoutCancel(ctx), e)
+		if err == nil {
+			return
+		}
+		select {
+		case <-ctx.Done():
+			g.log().Error("audit append", "type", e.Type, "id", e.RequestID, "err", err)
+			return
+		case <-time.After(backoff):
+		}
+		backoff = min(2*backoff, 2*time.Second)
+	}
+}
