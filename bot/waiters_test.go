@@ -3,6 +3,7 @@ package bot_test
 import (
 	"context"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -22,24 +23,45 @@ func TestTenThousandWaitersOneSubscription(t *testing.T) {
 	env := bottest.New(t, p, nil)
 	ctx := context.Background()
 
-	const requests, perRequest = 1000, 10
+	requests, perRequest := 1000, 10
+	if raceEnabled {
+		// 10,000 waiters under -race took 4–6 minutes on two loaded cores
+		// (and starved the seals into denials): the race run checks the
+		// same sharing with 1,000; the full 10,000 run without -race.
+		requests = 100
+		t.Logf("-race: %d waiters instead of 10,000", requests*perRequest)
+	}
 	reqs := make([]*bot.Request, requests)
 	for i := range reqs {
 		reqs[i] = env.Submit(t, bot.NewRequest{Persona: "demo", Action: "deploy"})
 	}
 	var wg sync.WaitGroup
+	var early atomic.Int64
 	results := make(chan bot.Status, requests*perRequest)
+	wctx, cancel := context.WithTimeout(ctx, 5*time.Minute)
+	defer cancel()
 	for _, r := range reqs {
 		for range perRequest {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				got, err := env.Gateway.Wait(ctx, r.ID, time.Minute)
-				if err != nil {
-					t.Error(err)
-					return
+				// A wait may return pending before the decision: the
+				// subscription was re-established (a Redis blip, or a
+				// health-check ping late under -race on a loaded machine:
+				// every waiter looks again) — so waiters loop, as every
+				// real client does.
+				for {
+					got, err := env.Gateway.Wait(wctx, r.ID, time.Minute)
+					if err != nil {
+						t.Error(err)
+						return
+					}
+					if got.Status.Final() {
+						results <- got.Status
+						return
+					}
+					early.Add(1)
 				}
-				results <- got.Status
 			}()
 		}
 	}
@@ -67,6 +89,9 @@ func TestTenThousandWaitersOneSubscription(t *testing.T) {
 	}
 	wg.Wait()
 	close(results)
+	if n := early.Load(); n > 0 {
+		t.Logf("%d waits returned pending before their decision (subscription re-established) and waited again", n)
+	}
 	n := 0
 	for st := range results {
 		if st != bot.Approved {
