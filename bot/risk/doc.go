@@ -17,11 +17,18 @@
 // by an interpreter, code piped into a shell or interpreter (curl | sh,
 // base64 -d | sh), and anything that does not parse.
 //
-// The rules are data: packs in configs/rules/*.yaml, embedded by default
-// (Default) and replaceable from a file (LoadRules, New). The file names
-// programs and their subcommands, flags and arguments, wrappers, shells,
-// interpreters, SQL clients, sensitive and protected paths, and tools;
-// the code parses and walks. Programs the file does not name are caution.
+// The rules are data: packs in configs/rules/*.yaml, one per family of
+// programs, embedded by default (Default) and overridable from a
+// directory (LoadRules, New). The packs name programs and their
+// subcommands, flags and arguments, wrappers, shells, interpreters, SQL and
+// key-value clients, sensitive and protected paths, environment variables
+// and tools; every rule has an id shown after its reason and by Explain.
+// The code parses and walks, and keeps what packs cannot say: the working
+// directory (cd, pushd, subshells, functions), what reaches a program's
+// input, words known only at run time, sed scripts, input pasted into code
+// by xargs and parallel. A program no pack names is caution, and dangerous
+// when it is given a destructive verb or a flag that skips a confirmation;
+// a dry run or a help request lowers a command's own rules.
 //
 // Tool calls (ToolCall, or Classify with bot.KindTool and the action
 // "Name {json}" or a Claude Code hook payload) are judged by their input:
@@ -40,5 +47,6 @@
 //
 // Package risk owns classification only. It imports nothing from the
 // module but bot (the domain types) and configs/rules (the embedded
-// data); it does no I/O except LoadRules reading its file.
+// data); its only I/O is LoadRules reading rules and, for tool calls with
+// a workspace, resolving symlinks in the paths they name.
 package risk
