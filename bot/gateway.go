@@ -378,6 +378,7 @@ func (g *Gateway) post(ctx context.Context, r *Request, p Persona) ([]MessageRef
 			defer mu.Unlock()
 			if err != nil {
 				g.log().Warn("post request", "id", r.ID, "platform", c.Platform, "err", err)
+				g.Metrics.postError(c.Platform)
 				errs = append(errs, string(c.Platform)+": "+err.Error())
 				return
 			}
@@ -516,6 +517,7 @@ func (g *Gateway) update(ctx context.Context, ch Channel, r *Request, refs []Mes
 		if err == nil {
 			return
 		}
+		g.Metrics.editError(refs[0].Platform)
 		if attempt == 3 || ctx.Err() != nil {
 			g.log().Error("edit posted messages", "id", r.ID, "platform", refs[0].Platform, "attempts", attempt, "err", err)
 			return

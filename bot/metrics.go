@@ -9,13 +9,14 @@ type Metrics struct {
 	votes          *prometheus.CounterVec
 	latency        prometheus.Histogram
 	submittedTotal prometheus.Counter
+	platform       platformMetrics
 }
 
 // NewMetrics registers the gateway's series with reg.
 func NewMetrics(reg prometheus.Registerer) *Metrics {
 	m := &Metrics{
 		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "signoff_requests_total", Help: "Decided requests by outcome (approved, denied, expired).",
+			Name: "signoff_requests_total", Help: "Decided requests by outcome (approved, denied, expired, withdrawn).",
 		}, []string{"outcome"}),
 		votes: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "signoff_votes_total", Help: "Votes received by result (counted, ignored, duplicate).",
@@ -30,6 +31,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		}),
 	}
 	reg.MustRegister(m.requests, m.votes, m.latency, m.submittedTotal)
+	m.platform = newPlatformMetrics(reg, m)
 	return m
 }
 

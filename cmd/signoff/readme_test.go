@@ -1,6 +1,8 @@
 package main
 
 import (
+	"io"
+	"net/http"
 	"os"
 	"os/exec"
 	"strings"
@@ -59,4 +61,29 @@ func TestReadmeExamples(t *testing.T) {
 		}
 		t.Logf("README block %d:\n%s", i+1, out)
 	}
+}
+
+// TestMetricsSeries: /metrics has the pending gauge (counting a waiting
+// request), every outcome and platform at zero from the start.
+func TestMetricsSeries(t *testing.T) {
+	gateway(t, demoPersona)
+	id, _, code := startRequest(t, "--", "rm", "-rf", "/tmp/x")
+	resp, err := http.Get(os.Getenv("SIGNOFF_URL") + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	for _, want := range []string{
+		"signoff_pending_requests 1",
+		`signoff_requests_total{outcome="withdrawn"} 0`, `signoff_requests_total{outcome="expired"} 0`,
+		`signoff_votes_total{result="duplicate"} 0`,
+		`signoff_post_errors_total{platform="slack"} 0`, `signoff_edit_errors_total{platform="discord"} 0`,
+	} {
+		if !strings.Contains(string(b), want) {
+			t.Errorf("/metrics lacks %q", want)
+		}
+	}
+	cli("withdraw", id)
+	<-code
 }

@@ -123,6 +123,7 @@ func serve(ctx context.Context, a *app, args []string) int {
 
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	registerPending(reg, store)
 	g := &bot.Gateway{
 		Store:      store,
 		Signer:     key,

@@ -24,3 +24,12 @@ func (s *Store) Changed(ctx context.Context, id string) error {
 func (s *Store) Snapshot(ctx context.Context, id string) (bot.Persona, error) {
 	return s.snapshot(ctx, id)
 }
+
+// PendingCount is how many requests wait for a decision, across replicas.
+func (s *Store) PendingCount(ctx context.Context) (int64, error) {
+	n, err := s.rdb.ZCard(ctx, s.key("pending")).Result()
+	if err != nil {
+		return 0, unavailable("count pending", err)
+	}
+	return n, nil
+}

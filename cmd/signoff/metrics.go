@@ -1,0 +1,26 @@
+package main
+
+import (
+	"context"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	qredis "github.com/signoff/signoff/quorum/redis"
+)
+
+// registerPending adds signoff_pending_requests: read from the store at
+// each scrape, so every replica reports the fleet's number.
+func registerPending(reg prometheus.Registerer, store *qredis.Store) {
+	reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+		Name: "signoff_pending_requests", Help: "Requests waiting for a decision (all replicas sharing the store).",
+	}, func() float64 {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		defer cancel()
+		n, err := store.PendingCount(ctx)
+		if err != nil {
+			return -1 // the store did not answer
+		}
+		return float64(n)
+	}))
+}
