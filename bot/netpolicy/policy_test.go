@@ -389,3 +389,22 @@ func TestExampleBoundaryParses(t *testing.T) {
 		t.Fatalf("example boundary: %v", ps)
 	}
 }
+
+func TestDoorPolicy(t *testing.T) {
+	p, err := DoorPolicy([]string{"pypi.org:443", "*.pythonhosted.org:443", "[::1]:8080"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := Diff(Policy{}, p); !slices.Equal(got, []string{"+ pypi.org:443 read-write every method", "+ *.pythonhosted.org:443 read-write every method", "+ [::1]:8080 read-write every method"}) {
+		t.Fatalf("doors → %q", got)
+	}
+	for _, bad := range []string{"*:443", "pypi.org:*", "pypi.org", "pypi.org:0", "a..b:1"} {
+		if _, err := DoorPolicy([]string{bad}); err == nil {
+			t.Errorf("door %q accepted", bad)
+		}
+	}
+	base := mustParse(t, "hosts:\n  - {host: pypi.org, port: 443, access: read-write}\n")
+	if w := base.With(p); len(w.Hosts) != 3 || len(base.Hosts) != 1 {
+		t.Fatalf("With: %v (base %v)", w.Hosts, base.Hosts)
+	}
+}

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
@@ -135,6 +136,18 @@ func TestNetEndToEnd(t *testing.T) {
 	}
 	if code, _ := viaProxy(t, proxyAddr, "POST", up.URL+"/simple/pkg"); code != 403 {
 		t.Fatalf("POST through a read-only door: %d", code)
+	}
+	var l struct {
+		Requests []struct {
+			ID, Status string
+		} `json:"requests"`
+		Revision int `json:"revision"`
+	}
+	if err := json.Unmarshal([]byte(mustCLI(t, 0, "net", "requests", "--json")), &l); err != nil || l.Revision != 2 || len(l.Requests) != 1 || l.Requests[0].Status != "approved" {
+		t.Fatalf("net requests --json: %+v %v", l, err)
+	}
+	if out := mustCLI(t, 0, "net", "policy", "--rev", "1"); !strings.HasPrefix(out, "revision 1 — loaded from ") || strings.Contains(out, "127.0.0.1") {
+		t.Fatalf("net policy --rev 1:\n%s", out)
 	}
 	out = mustCLI(t, 0, "net", "policy", "--diff", "2")
 	if !strings.Contains(out, "revision 2 — approved request "+id) || !strings.Contains(out, "+ 127.0.0.1:"+port+" read-only paths /simple/pkg") {
