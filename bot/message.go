@@ -9,13 +9,21 @@ import (
 // HowToAnswer is the line every posted request carries.
 const HowToAnswer = "react ✅ to approve, ❌ to deny"
 
-// Headline is the ⛔ line shown everywhere a request is posted.
+// Headline is the ⛔ line shown everywhere a request is posted: the
+// gateway's level first, then the agent's text, escaped.
 func Headline(r *Request) string {
-	s := "⛔ approval needed: " + r.Action
+	s := "⛔ approval needed (" + levelText(r.Level) + "): " + Escape(r.Action)
 	if r.Reason != "" {
-		s += " — " + r.Reason
+		s += " — " + Escape(r.Reason)
 	}
 	return s
+}
+
+func levelText(l Level) string {
+	if l == "" {
+		return "unknown risk"
+	}
+	return string(l)
 }
 
 // Outcome is the line a decided request's messages are edited to show:
@@ -66,18 +74,26 @@ func VoteReasons(r *Request) string {
 	return strings.Join(out, "; ")
 }
 
-// Summary is a multi-line plain-text body for a request: headline, how to
-// answer, level and reasons, persona and deadline.
+// Summary is a multi-line plain-text body for a request (the Nostr note):
+// level and reasons first, then the agent's action and reason (escaped, on
+// lines of their own), how to answer, persona and deadline.
 func Summary(r *Request) string {
 	var b strings.Builder
-	b.WriteString(Headline(r))
+	fmt.Fprintf(&b, "⛔ approval needed · risk: %s", levelText(r.Level))
+	if len(r.Reasons) > 0 {
+		reasons := make([]string, len(r.Reasons))
+		for i, why := range r.Reasons {
+			reasons[i] = Escape(why)
+		}
+		fmt.Fprintf(&b, " (%s)", strings.Join(reasons, "; "))
+	}
+	fmt.Fprintf(&b, "\naction: %s", Escape(r.Action))
+	if r.Reason != "" {
+		fmt.Fprintf(&b, "\nreason: %s", Escape(r.Reason))
+	}
 	b.WriteString("\n")
 	b.WriteString(HowToAnswer)
-	fmt.Fprintf(&b, "\nrisk: %s", r.Level)
-	if len(r.Reasons) > 0 {
-		fmt.Fprintf(&b, " (%s)", strings.Join(r.Reasons, "; "))
-	}
-	fmt.Fprintf(&b, "\npersona: %s · request %s · deadline %s", r.Persona, r.ID, r.Deadline.UTC().Format(time.RFC3339))
+	fmt.Fprintf(&b, "\npersona: %s · request %s · deadline %s", Escape(r.Persona), r.ID, r.Deadline.UTC().Format(time.RFC3339))
 	return b.String()
 }
 

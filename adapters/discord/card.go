@@ -129,15 +129,17 @@ func embed(r *bot.Request) *discordgo.MessageEmbed {
 		risk = "unknown"
 	}
 	if len(r.Reasons) > 0 {
-		risk += ": " + strings.Join(r.Reasons, "; ")
+		risk += ": " + bot.Escape(strings.Join(r.Reasons, "; "))
 	}
-	fields := []*discordgo.MessageEmbedField{}
+	// Agent text is escaped (bot.Escape); the level leads the headline.
+	fields := []*discordgo.MessageEmbedField{
+		{Name: "Risk", Value: clip(escapeMarkdown(risk), maxFieldValue)},
+	}
 	if r.Reason != "" {
-		fields = append(fields, &discordgo.MessageEmbedField{Name: "Reason", Value: clip(escapeMarkdown(r.Reason), maxFieldValue)})
+		fields = append(fields, &discordgo.MessageEmbedField{Name: "Reason", Value: clip(escapeMarkdown(bot.Escape(r.Reason)), maxFieldValue)})
 	}
 	fields = append(fields,
-		&discordgo.MessageEmbedField{Name: "Risk", Value: clip(escapeMarkdown(risk), maxFieldValue)},
-		&discordgo.MessageEmbedField{Name: "Persona", Value: orDash(clip(escapeMarkdown(r.Persona), maxShortField)), Inline: true},
+		&discordgo.MessageEmbedField{Name: "Persona", Value: orDash(clip(escapeMarkdown(bot.Escape(r.Persona)), maxShortField)), Inline: true},
 		&discordgo.MessageEmbedField{Name: "Deadline", Value: when(r.Deadline), Inline: true},
 		&discordgo.MessageEmbedField{Name: "Request", Value: "`" + r.ID + "`", Inline: true},
 	)
@@ -147,7 +149,7 @@ func embed(r *bot.Request) *discordgo.MessageEmbed {
 	}
 	return &discordgo.MessageEmbed{
 		Title:       "Approval needed (" + kind + ")",
-		Description: codeBlock(r.Action, maxDescription),
+		Description: codeBlock(bot.EscapeLines(r.Action), maxDescription),
 		Color:       levelColor(r.Level),
 		Fields:      fields,
 		Footer:      &discordgo.MessageEmbedFooter{Text: "signoff · " + bot.HowToAnswer + ", or use the buttons"},

@@ -76,13 +76,9 @@ func details(r *bot.Request, deadline bool) *slackapi.RichTextBlock {
 	if level == "" {
 		level = "unknown"
 	}
+	// The gateway's level and reasons come before the agent's text, which
+	// is escaped (bot.Escape): it cannot repaint or reorder the card.
 	elems := []slackapi.RichTextElement{
-		slackapi.NewRichTextSection(slackapi.NewRichTextSectionTextElement("Action ("+kind+")", bold)),
-		&slackapi.RichTextPreformatted{
-			Type:     slackapi.RTEPreformatted,
-			Elements: []slackapi.RichTextSectionElement{slackapi.NewRichTextSectionTextElement(clip(r.Action, maxActionRunes), nil)},
-		},
-		slackapi.NewRichTextSection(field("Reason: ", clip(reason, maxReasonRunes))...),
 		slackapi.NewRichTextSection(field("Risk: ", level)...),
 	}
 	if len(r.Reasons) > 0 {
@@ -93,11 +89,19 @@ func details(r *bot.Request, deadline bool) *slackapi.RichTextBlock {
 					fmt.Sprintf("… and %d more", len(r.Reasons)-i), nil)))
 				break
 			}
-			items = append(items, slackapi.NewRichTextSection(slackapi.NewRichTextSectionTextElement(clip(why, 300), nil)))
+			items = append(items, slackapi.NewRichTextSection(slackapi.NewRichTextSectionTextElement(clip(bot.Escape(why), 300), nil)))
 		}
 		elems = append(elems, slackapi.NewRichTextList(slackapi.RTEListBullet, 0, items...))
 	}
-	line := field("Persona: ", r.Persona)
+	elems = append(elems,
+		slackapi.NewRichTextSection(slackapi.NewRichTextSectionTextElement("Action ("+kind+")", bold)),
+		&slackapi.RichTextPreformatted{
+			Type:     slackapi.RTEPreformatted,
+			Elements: []slackapi.RichTextSectionElement{slackapi.NewRichTextSectionTextElement(clip(bot.EscapeLines(r.Action), maxActionRunes), nil)},
+		},
+		slackapi.NewRichTextSection(field("Reason: ", clip(bot.Escape(reason), maxReasonRunes))...),
+	)
+	line := field("Persona: ", bot.Escape(r.Persona))
 	if deadline {
 		line = append(line, slackapi.NewRichTextSectionTextElement("   ", nil))
 		line = append(line, field("Deadline: ", r.Deadline.UTC().Format(time.RFC3339))...)
@@ -121,7 +125,7 @@ func requestText(r *bot.Request) string {
 }
 
 func decidedText(r *bot.Request) string {
-	return clip(bot.Outcome(r)+" — "+r.Action, maxFallback)
+	return clip(bot.Outcome(r)+" — "+bot.Escape(r.Action), maxFallback)
 }
 
 // clip shortens s to n runes, saying how much was left out.

@@ -89,11 +89,21 @@ func TestCardShowsAgentTextLiterally(t *testing.T) {
 	if err := json.Unmarshal(blocks[1], &rich); err != nil {
 		t.Fatal(err)
 	}
-	pre := rich.Elements[1]
+	// The risk leads; then the action (preformatted) and the reason.
+	if first := rich.Elements[0]; len(first.Elements) == 0 || first.Elements[0].Text != "Risk: " {
+		t.Errorf("first element = %+v, want the risk before any agent text", first)
+	}
+	at := 0
+	for i, e := range rich.Elements {
+		if e.Type == "rich_text_preformatted" {
+			at = i
+		}
+	}
+	pre := rich.Elements[at]
 	if pre.Type != "rich_text_preformatted" || len(pre.Elements) != 1 || pre.Elements[0].Type != "text" || pre.Elements[0].Text != r.Action {
 		t.Errorf("action element = %+v, want one literal text element holding the action", pre)
 	}
-	reason := rich.Elements[2].Elements[1]
+	reason := rich.Elements[at+1].Elements[1]
 	if reason.Type != "text" || reason.Text != r.Reason || reason.Style != nil {
 		t.Errorf("reason element = %+v, want the literal unstyled reason", reason)
 	}

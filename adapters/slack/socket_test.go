@@ -21,7 +21,7 @@ func TestSocketOwnerApprovesByReaction(t *testing.T) {
 	if post.Channel != channelID {
 		t.Errorf("posted to %q, want %q", post.Channel, channelID)
 	}
-	wantText := "⛔ approval needed: rm -rf ./build — clean up the build cache\n" + bot.HowToAnswer
+	wantText := "⛔ approval needed (dangerous): rm -rf ./build — clean up the build cache\n" + bot.HowToAnswer
 	if post.Text != wantText {
 		t.Errorf("fallback text = %q, want %q", post.Text, wantText)
 	}

@@ -94,20 +94,4 @@ func orNone(s string) string {
 // Escape shows outside text on one line with nothing hidden: control
 // characters, bidirectional overrides and invisible format characters are
 // written as \x1b, \u202e …, so what a person reads is what was sent.
-func Escape(s string) string {
-	var b strings.Builder
-	for _, c := range strings.ToValidUTF8(s, "\uFFFD") {
-		switch {
-		case c == '\t':
-			b.WriteString(`\t`)
-		case c < 0x20 || c == 0x7f:
-			fmt.Fprintf(&b, `\x%02x`, c)
-		case c >= 0x80 && c < 0xa0, c == '\u2028', c == '\u2029', c == '\u200b', c == '\u200c', c == '\u200d', c == '\u2060', c == '\ufeff',
-			c >= '\u202a' && c <= '\u202e', c >= '\u2066' && c <= '\u2069':
-			fmt.Fprintf(&b, `\u%04x`, c)
-		default:
-			b.WriteRune(c)
-		}
-	}
-	return b.String()
-}
+func Escape(s string) string { return bot.Escape(s) }

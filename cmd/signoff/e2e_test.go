@@ -152,7 +152,7 @@ func TestEndToEndApprove(t *testing.T) {
 		if got != 0 {
 			t.Fatalf("request exited %d, want 0 (approved):\n%s", got, res[1])
 		}
-		if !strings.Contains(res[1], "⛔ approval needed: rm -rf /tmp/scratch — clean up") || !strings.Contains(res[1], "✅ approved by alice") {
+		if !strings.Contains(res[1], "⛔ approval needed (dangerous): rm -rf /tmp/scratch — clean up") || !strings.Contains(res[1], "✅ approved by alice") {
 			t.Errorf("request output lacks the ⛔ line or the outcome:\n%s", res[1])
 		}
 	case <-time.After(10 * time.Second):

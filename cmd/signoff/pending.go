@@ -39,11 +39,11 @@ func pending(ctx context.Context, a *app, args []string) int {
 				counted++
 			}
 		}
-		what := oneLine(r.Action, 60)
+		what := oneLine(bot.Escape(r.Action), 60)
 		if r.Reason != "" {
-			what += " — " + oneLine(r.Reason, 40)
+			what += " — " + oneLine(bot.Escape(r.Reason), 40)
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%s\t%s\n", r.ID, r.Persona,
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%s\t%s\n", r.ID, bot.Escape(r.Persona),
 			now.Sub(r.CreatedAt).Round(time.Second), max(r.Deadline.Sub(now), 0).Round(time.Second), counted, r.Level, what)
 	}
 	tw.Flush()

@@ -27,7 +27,7 @@ func TestEndToEndSlack(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if post.Channel != "C0123456" || !strings.Contains(post.Text, "⛔ approval needed: npm publish — release") || !strings.Contains(string(post.Blocks), id) {
+	if post.Channel != "C0123456" || !strings.Contains(post.Text, "⛔ approval needed (dangerous): npm publish — release") || !strings.Contains(string(post.Blocks), id) {
 		t.Fatalf("posted %+v, want the card for %s in C0123456", post, id)
 	}
 	if _, err := fake.Send(ctx, "events_api", slackfake.ReactionEvent("Ev1", "reaction_added", "U01ALICE", "white_check_mark", "C0123456", post.TS)); err != nil {

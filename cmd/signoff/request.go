@@ -71,7 +71,7 @@ func ask(ctx context.Context, a *app, c *httpapi.Client, n bot.NewRequest, verif
 	fmt.Fprintln(a.stderr, bot.Headline(r))
 	fmt.Fprintf(a.stderr, "  risk: %s", r.Level)
 	if len(r.Reasons) > 0 {
-		fmt.Fprintf(a.stderr, " (%s)", strings.Join(r.Reasons, "; "))
+		fmt.Fprintf(a.stderr, " (%s)", bot.Escape(strings.Join(r.Reasons, "; ")))
 	}
 	fmt.Fprintf(a.stderr, "\n  request %s · persona %s · %s\n", r.ID, r.Persona, bot.HowToAnswer)
 	fmt.Fprintf(a.stderr, "  from a terminal: signoff approve %s   (or deny)\n", r.ID)

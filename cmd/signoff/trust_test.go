@@ -221,3 +221,32 @@ func TestApproveThroughRealGatewayVerifiesItsEvent(t *testing.T) {
 		t.Fatalf("approve = %d %q %q, want counted, showing the action", code, out, errs)
 	}
 }
+
+// TestDisguisedActionIsShownEscaped: the agent asks for
+// `rm -rf ~/work # ESC[27Dsafe ESC[K ESC[7C ls -la`, which a terminal would
+// paint as "safe  ls -la". `signoff pending` and `signoff approve` must show
+// the escape sequences as text, the level before the agent's words.
+func TestDisguisedActionIsShownEscaped(t *testing.T) {
+	gateway(t, demoPersona)
+	c := httpapi.NewClient(os.Getenv("SIGNOFF_URL"))
+	c.Token = os.Getenv("SIGNOFF_TOKEN")
+	action := "rm -rf ~/work # \x1b[27Dsafe \x1b[K \x1b[7C ls -la"
+	r, err := c.Submit(context.Background(), bot.NewRequest{Persona: "demo", Action: action, Reason: "tidy \u202eup\u202c" + strings.Repeat("\n", 50)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	code, out, errs := cli("pending")
+	if code != 0 || strings.ContainsAny(out, "\x1b\u202e") || !strings.Contains(out, `# \x1b[27Dsafe`) {
+		t.Fatalf("pending = %d, stdout %q (stderr %s): want the escapes shown as text", code, out, errs)
+	}
+	if line := out[strings.Index(out, r.ID):]; strings.Index(line, "dangerous") > strings.Index(line, "rm -rf") {
+		t.Errorf("pending shows the action before the level: %q", line)
+	}
+	code, out, errs = cli("approve", r.ID)
+	if code != 0 || strings.ContainsAny(errs, "\x1b\u202e") || !strings.Contains(errs, `\x1b[27Dsafe`) {
+		t.Fatalf("approve = %d %q, stderr %q: want the escapes shown as text", code, out, errs)
+	}
+	if strings.Index(errs, "risk: dangerous") > strings.Index(errs, "rm -rf") || strings.Contains(errs, "\n\n\n") {
+		t.Errorf("approve shows the action before the risk, or the blank lines:\n%s", errs)
+	}
+}

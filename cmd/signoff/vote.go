@@ -71,7 +71,7 @@ func vote(ctx context.Context, a *app, args []string, c bot.Choice) int {
 	if err != nil {
 		return a.fail(err)
 	}
-	fmt.Fprintf(a.stderr, "%s as %s:\n%s\n", name, key.Npub(), signed.Content)
+	fmt.Fprintf(a.stderr, "%s as %s:\n%s\n", name, key.Npub(), bot.EscapeLines(signed.Content))
 	if len(relays) > 0 {
 		return publishToRelays(ctx, a, relays, ev)
 	}
