@@ -152,9 +152,8 @@ type Auth struct {
 	// Audit, when set, records every 401 and 403.
 	Audit bot.Auditor
 
-	mu      sync.Mutex
-	limits  map[string]*rate.Limiter
-	limited map[string]time.Time
+	mu     sync.Mutex
+	limits map[string]*rate.Limiter // client address → its allowance of bad tokens
 }
 
 // Bad tokens allowed per client address before it gets 429s: a burst of
