@@ -272,19 +272,21 @@ func (s *Service) file(ctx context.Context, persona string, d Dest, reason, draf
 		return &Filed{Dest: d, AllowedBy: &Allowed{Revision: cur.N, Entry: e},
 			Message: fmt.Sprintf("already allowed by revision %d (%s): nothing to ask", cur.N, e)}, nil
 	}
+	outside := !s.Boundary.Allows(d.Host, d.Port)
 	recs, err := s.Store.Records(ctx)
 	if err != nil {
 		return nil, err
 	}
 	for _, r := range recs {
-		if r.Persona == persona && r.Dest == d {
+		// A deny-only request filed before the boundary was widened is not
+		// the answer to a new one that may now be approved.
+		if r.Persona == persona && r.Dest == d && r.Outside == outside {
 			if req, err := s.Gateway.Get(ctx, r.ID); err == nil && req.Status == bot.Pending {
 				return &Filed{Request: req, Dest: d, Message: "a request for this is already waiting: " + req.ID}, nil
 			}
 		}
 	}
 	n := bot.NewRequest{Persona: persona, Kind: bot.KindNetwork, Action: "open network: " + Describe(d), Reason: reason}
-	outside := !s.Boundary.Allows(d.Host, d.Port)
 	var req *bot.Request
 	if outside {
 		req, err = s.Gateway.SubmitDenyOnly(ctx, n, s.Boundary.Outside(JoinHostPort(d.Host, d.Port)).Error())

@@ -351,3 +351,25 @@ func TestIDPrefixes(t *testing.T) {
 		}
 	}
 }
+
+func TestWidenedBoundaryLetsANewRequestBeApproved(t *testing.T) {
+	w := newWorld(t, "pypi.org:443\n", 0)
+	ctx := context.Background()
+	old := w.file(t, netpolicy.Dest{Host: "later.example", Port: 443})
+	again := w.file(t, netpolicy.Dest{Host: "later.example", Port: 443})
+	if again.ID != old.ID {
+		t.Fatalf("a second ask for the same door filed %s beside %s", again.ID, old.ID)
+	}
+	b, _ := netpolicy.ParseBoundary("boundary.txt", []byte("pypi.org:443\nlater.example:443\n"))
+	w.svc.Boundary = b
+	if _, err := w.svc.Approve(ctx, old.ID, ballot(t, w.alice, old, "✅"), "", nil); bot.ErrorCode(err) != bot.EForbidden {
+		t.Fatalf("the deny-only request stays deny-only: %v", err)
+	}
+	fresh := w.file(t, netpolicy.Dest{Host: "later.example", Port: 443})
+	if fresh.ID == old.ID {
+		t.Fatal("the deny-only request was returned for a door now inside the boundary")
+	}
+	if ans, err := w.svc.Approve(ctx, fresh.ID, ballot(t, w.alice, fresh, "✅"), "", nil); err != nil || ans.Applied == nil || ans.Applied.Revision != 2 {
+		t.Fatalf("approve the new request: %+v %v", ans, err)
+	}
+}
