@@ -311,6 +311,7 @@ func (f *fleet) env(data string) []string {
 		"SIGNOFF_PERSONAS="+f.personas,
 		"SIGNOFF_NOSTR_KEY="+f.key.Nsec(),
 		"SIGNOFF_TOKEN_SECRET="+f.tokenSecret,
+		"SIGNOFF_GATEWAY_KEY="+f.key.Npub(), // clients believe receipts from this key only
 		"SIGNOFF_LOG_LEVEL=info",
 	)
 }
@@ -454,6 +455,7 @@ func (f *fleet) checkAudit(t *testing.T, reqs []*bot.Request) {
 	code, out := f.cli(t, "audit", "export", "--out", export)
 	if code == 0 {
 		files = []string{export}
+		t.Logf("audit: the exported chain of every replica (%s)", strings.TrimSpace(out))
 	} else if strings.Contains(out, "usage: signoff audit verify") {
 		// No export in this build: each replica's own chain.
 		for _, r := range f.replicas {

@@ -140,8 +140,9 @@ func (w *waiter) exit(t *testing.T, within time.Duration) int {
 func TestReplicaKilledHoldingWaitersRightAfterDeciding(t *testing.T) {
 	if !outboxLanded {
 		t.Skip("needs the decision outbox (issue 14: the Lua step that decides appends to a Redis stream that live replicas deliver and claim). " +
-			"Without it the decision's audit record is written by a goroutine of the replica that decided, so a SIGKILL right after deciding " +
-			"loses it (seen: the killed replica's request is approved with 0 decision records); unskip when the outbox is on main")
+			"Without it the decision's audit record (and its receipt seal) is written by a goroutine of the replica that decided, so a SIGKILL right " +
+			"after deciding loses it: seen with the audit chain in Redis (bde46e5) — the killed replica's request is approved with 0 decision records " +
+			"in `signoff audit export`. Unskip (outboxLanded) when the outbox is on main")
 	}
 	rd := startRedis(t, true)
 	f := newFleet(t, rd.url())
