@@ -304,19 +304,36 @@ func bodyInScope(w http.ResponseWriter, r *http.Request, t *tokens.Token, a Acce
 	if json.Unmarshal(raw, &top) != nil {
 		return nil // not a JSON object: the handler refuses it
 	}
-	if p, ok := top["persona"]; ok && len(t.Personas) > 0 {
-		var name string
-		if json.Unmarshal(p, &name) != nil || !t.AllowsPersona(name) {
-			return t.PersonaError(name)
+	// encoding/json matches field names case-insensitively (PERSONA,
+	// Persona, perſona all reach a `json:"persona"` field), and a repeated
+	// key's last value wins: check every key that folds to the name.
+	var hosts []string
+	var ports []int
+	for k, v := range top {
+		switch {
+		case strings.EqualFold(k, "persona") && len(t.Personas) > 0:
+			var name string
+			if json.Unmarshal(v, &name) != nil || !t.AllowsPersona(name) {
+				return t.PersonaError(name)
+			}
+		case strings.EqualFold(k, "host") && doors:
+			var host string
+			json.Unmarshal(v, &host)
+			hosts = append(hosts, host)
+		case strings.EqualFold(k, "port") && doors:
+			var port int
+			json.Unmarshal(v, &port)
+			ports = append(ports, port)
 		}
 	}
-	if h, ok := top["host"]; ok && doors {
-		var host string
-		var port int
-		json.Unmarshal(h, &host)
-		json.Unmarshal(top["port"], &port)
-		if !t.AllowsDoor(host, port) {
-			return bot.Errorf(bot.EForbidden, "token %q may ask only for %s, not %s:%d", t.Name, strings.Join(t.Network, ", "), host, port)
+	if len(hosts) > 0 && len(ports) == 0 {
+		ports = []int{0}
+	}
+	for _, host := range hosts {
+		for _, port := range ports {
+			if !t.AllowsDoor(host, port) {
+				return bot.Errorf(bot.EForbidden, "token %q may ask only for %s, not %s:%d", t.Name, strings.Join(t.Network, ", "), host, port)
+			}
 		}
 	}
 	return nil

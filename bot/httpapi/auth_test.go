@@ -543,3 +543,34 @@ func TestCallThroughAReverseProxyIsNotLoopback(t *testing.T) {
 		t.Errorf("a proxied caller made %d tokens", len(ts))
 	}
 }
+
+// TestPersonaBoundAgentCannotFileWithACaseTwistedKey: encoding/json matches
+// struct fields case-insensitively, so {"PERSONA":"other"} reaches the
+// handler as persona other; the check must see it too. Likewise a twisted
+// "HOST" for an extension's doors.
+func TestPersonaBoundAgentCannotFileWithACaseTwistedKey(t *testing.T) {
+	f := authSetup(t)
+	tok := f.mint(t, tokens.Spec{Name: "demo-agent", Scopes: []tokens.Scope{tokens.Request, tokens.NetRequest}, Personas: []string{"demo"}, Network: []string{"pypi.org:443"}})
+	for _, body := range []string{
+		`{"PERSONA":"other","action":"terraform destroy"}`,
+		`{"Persona":"other","action":"terraform destroy"}`,
+		`{"persona":"demo","Persona":"other","action":"terraform destroy"}`,
+		`{"perſona":"other","action":"terraform destroy"}`,
+	} {
+		if status, _, raw := f.call(t, "POST", "/v1/requests", tok, body); status != 403 {
+			t.Errorf("%s: %d %s", body, status, raw)
+		}
+	}
+	if rs, _ := f.env.Store.List(context.Background(), bot.Filter{}); len(rs) != 0 {
+		t.Errorf("%d requests filed", len(rs))
+	}
+	for _, body := range []string{
+		`{"persona":"demo","HOST":"evil.example","port":443,"reason":"r"}`,
+		`{"persona":"demo","host":"pypi.org","Host":"evil.example","port":443,"reason":"r"}`,
+		`{"persona":"demo","host":"pypi.org","PORT":22,"reason":"r"}`,
+	} {
+		if status, _, raw := f.call(t, "POST", "/v1/network/requests", tok, body); status != 403 {
+			t.Errorf("%s: %d %s", body, status, raw)
+		}
+	}
+}
