@@ -79,6 +79,10 @@ type Persona struct {
 	Proof          ProofPolicy     `json:"proof"`
 	Timeout        time.Duration   `json:"timeout"`
 	Channels       []ChannelConfig `json:"channels,omitempty"`
+	// Remind re-posts a pending request on each channel this often (0: never).
+	Remind time.Duration `json:"remind,omitempty"`
+	// Escalate names members to call on once a request has waited After.
+	Escalate *Escalation `json:"escalate,omitempty"`
 
 	// Permission rules and modes (DESIGN 1.5; bot/permissions decides).
 	Mode        string        `json:"mode,omitempty"`     // ModeAsk (default), ModePlan, ModeAuto
@@ -89,6 +93,12 @@ type Persona struct {
 	// Caution is "allow" when the hook should allow caution calls itself;
 	// empty leaves them to the agent's own rules.
 	Caution string `json:"caution,omitempty"`
+}
+
+// Escalation is a persona's `escalate: {after: 3m, to: [bob]}`.
+type Escalation struct {
+	After time.Duration `json:"after"`
+	To    []string      `json:"to"`
 }
 
 // Status is where a request stands. Every status but Pending is final.

@@ -47,6 +47,7 @@ type Gateway struct {
 	receiptsMu sync.Mutex
 	receipts   map[string]Receipt
 	done       <-chan struct{} // closed when the gateway stops
+	lastNudge  time.Time       // guarded by mu
 	wg         sync.WaitGroup
 	// closed is set by Close; mu orders it with wg.Add in background, so no
 	// follow-up is started while Close waits (a WaitGroup misuse).
@@ -168,6 +169,7 @@ func (g *Gateway) sweep(ctx context.Context) {
 			g.decided(id, Expired)
 		}
 	}
+	g.nudgeIfDue(ctx, now)
 }
 
 // Submit classifies and stores a request, posts it to the persona's

@@ -213,6 +213,10 @@ type personaFile struct {
 	Workspaces  rawNode       `yaml:"workspaces"`
 	Reviewer    *reviewerFile `yaml:"reviewer"`
 	Caution     text          `yaml:"caution"`
+
+	// Reminders and escalation: quorum/nudge.go reads them.
+	Remind   text          `yaml:"remind"`
+	Escalate *escalateFile `yaml:"escalate"`
 }
 
 var (
@@ -385,6 +389,7 @@ func ParsePersona(file string, data []byte) (bot.Persona, Problems) {
 		}
 	}
 	parsePermissions(file, &f, &p, add)
+	parseNudges(&f, &p, add)
 	if len(ps.Errors()) > 0 {
 		return bot.Persona{}, ps
 	}
