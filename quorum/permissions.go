@@ -1,7 +1,10 @@
 package quorum
 
 import (
+	"fmt"
 	"net/url"
+	"os"
+	"strings"
 	"time"
 
 	"github.com/goccy/go-yaml"
@@ -107,4 +110,41 @@ func parsePermissions(file string, f *personaFile, p *bot.Persona, add func(text
 	default:
 		add(f.Caution, false, "caution must be allow (the hook allows caution calls) or left out (the agent's own rules apply), not %q", f.Caution.V)
 	}
+}
+
+// CheckRuleFile validates a repository rule file (.signoff/permissions.yaml).
+func CheckRuleFile(file string) (int, Problems) {
+	data, err := os.ReadFile(file)
+	if err != nil {
+		return 0, Problems{{File: file, Message: err.Error()}}
+	}
+	rules, ps := permissions.ParseFile(file, data)
+	var out Problems
+	for _, p := range ps {
+		out = append(out, Problem{File: file, Line: p.Line, Column: p.Column, Message: p.Message})
+	}
+	for _, r := range rules {
+		if r.Effect == bot.EffectAllow {
+			out = append(out, Problem{File: file, Line: lineOf(r.Where), Column: colOf(r.Where), Warning: true,
+				Message: fmt.Sprintf("%s %q: allow is ignored in a repository file (it is in the agent's reach, so it may only tighten)", r.Tool, r.Pattern)})
+		}
+	}
+	return len(rules), out
+}
+
+func lineOf(where string) int { l, _ := lineCol(where); return l }
+func colOf(where string) int  { _, c := lineCol(where); return c }
+
+// lineCol reads the line and column back from "file:line:col".
+func lineCol(where string) (int, int) {
+	parts := strings.Split(where, ":")
+	if len(parts) < 3 {
+		return 0, 0
+	}
+	l, ok1 := atoi(parts[len(parts)-2])
+	c, ok2 := atoi(parts[len(parts)-1])
+	if !ok1 || !ok2 {
+		return 0, 0
+	}
+	return l, c
 }

@@ -10,7 +10,9 @@ import (
 
 	"github.com/signoff/signoff/bot"
 	"github.com/signoff/signoff/bot/bottest"
+	"github.com/signoff/signoff/bot/grants"
 	"github.com/signoff/signoff/bot/httpapi"
+	"github.com/signoff/signoff/bot/permissions"
 	"github.com/signoff/signoff/bot/risk"
 	"github.com/signoff/signoff/signing"
 )
@@ -23,7 +25,7 @@ type live struct {
 	alice  bottest.Person
 }
 
-func newLive(t *testing.T, timeout time.Duration) *live {
+func newLive(t *testing.T, timeout time.Duration, edit ...func(*bot.Persona)) *live {
 	t.Helper()
 	alice := bottest.NewPerson("alice")
 	p := bot.Persona{
@@ -31,9 +33,14 @@ func newLive(t *testing.T, timeout time.Duration) *live {
 		Owner:      &bot.Person{Name: "alice", Identities: []bot.Identity{alice.Identity()}},
 		DenyQuorum: 1, Timeout: timeout,
 	}
+	for _, f := range edit {
+		f(&p)
+	}
 	env := bottest.New(t, p, nil)
 	env.Gateway.Classifier = risk.Default()
-	srv := httptest.NewServer((&httpapi.Server{Gateway: env.Gateway, Logger: slog.New(slog.DiscardHandler)}).Handler())
+	env.Gateway.Grants = &grants.Maker{Store: env.Store, Audit: env.Audit}
+	checker := &permissions.Checker{Personas: env.Store, Classifier: risk.Default(), Grants: env.Store, Audit: env.Audit, Requests: env.Gateway, MaxWait: time.Second, Notary: env.Key}
+	srv := httptest.NewServer((&httpapi.Server{Gateway: env.Gateway, Checker: checker, Logger: slog.New(slog.DiscardHandler)}).Handler())
 	t.Cleanup(srv.Close)
 	return &live{env: env, client: httpapi.NewClient(srv.URL), alice: alice}
 }

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/signoff/signoff/bot"
+	"github.com/signoff/signoff/bot/permissions"
 	"github.com/signoff/signoff/bot/wait"
 )
 
@@ -124,21 +125,34 @@ func ParseHookInput(b []byte) (HookInput, error) {
 	return in, nil
 }
 
-// Hook answers an agent's PreToolUse hook: safe calls are allowed,
-// caution calls get the Caution decision, dangerous calls are put to the
-// persona's people through the gateway and allowed only when approved.
+// Checker decides whether a call may run: the gateway's POST /v1/check
+// (httpapi.Client is one). The gateway decides, not the agent's machine.
+type Checker interface {
+	Check(ctx context.Context, ch permissions.Check) (*permissions.Result, error)
+}
+
+// Hook answers an agent's PreToolUse hook as a thin client of the
+// gateway's /v1/check: the gateway's rules, grants, mode and classifier
+// decide; a call that asks is put to people and waited for.
 type Hook struct {
-	Classifier Classifier
-	// Gateway asks people; nil denies every dangerous call.
+	// Checker is the gateway; nil denies everything that is not safe.
+	Checker Checker
+	// Gateway waits for a request's decision (the same client).
 	Gateway Gateway
-	Persona string
+	// Classifier tells safe calls apart when the gateway cannot be
+	// reached: those still run, everything else is denied.
+	Classifier Classifier
+	Persona    string
 	// Agent names the agent in reasons: "Claude Code", "Codex".
 	Agent string
+	// DenyOnly answers deny or nothing at all (Codex: its PreToolUse
+	// honours only deny; an allow or ask fails the hook, and the tool runs).
+	DenyOnly bool
 	// Timeout bounds the whole decision (0: DefaultHookTimeout). The
 	// request asks the gateway to expire a little before it.
 	Timeout time.Duration
-	// Caution is the decision for caution calls: Allow (the default:
-	// they run, DESIGN 1.4) or Ask (Claude Code's own prompt decides).
+	// Caution "ask" never allows a caution call itself, whatever the
+	// persona says; by default the persona's caution setting decides.
 	Caution string
 	// Poll bounds one long-poll (0: DefaultPoll).
 	Poll time.Duration
@@ -152,7 +166,8 @@ type Hook struct {
 
 // Run reads the hook input from stdin (at most MaxHookInput bytes),
 // decides, and prints the decision on stdout. It never panics and every
-// path prints a decision; the only error is failing to print it.
+// path prints a decision, except a call left to the agent's own rules,
+// which prints nothing; the only error is failing to print.
 func (h *Hook) Run(ctx context.Context, stdin io.Reader, stdout io.Writer) error {
 	d := h.safely(func() HookDecision {
 		if stdin == nil {
@@ -167,7 +182,18 @@ func (h *Hook) Run(ctx context.Context, stdin io.Reader, stdout io.Writer) error
 		}
 		return h.Decide(ctx, b)
 	})
+	if d.Decision == "" || (h.DenyOnly && d.Decision != Deny) {
+		h.logf("signoff: %s: no decision printed; the agent's own rules apply", orText(d.Reason, "left to the agent"))
+		return nil
+	}
 	return WriteHookDecision(stdout, d)
+}
+
+func orText(s, def string) string {
+	if s == "" {
+		return def
+	}
+	return s
 }
 
 func (h *Hook) safely(f func() HookDecision) (d HookDecision) {
@@ -179,41 +205,16 @@ func (h *Hook) safely(f func() HookDecision) (d HookDecision) {
 	return f()
 }
 
-// Decide answers one hook input.
+// Decide answers one hook input. An empty Decision means no decision:
+// the agent's own rules and prompts apply (a caution call).
 func (h *Hook) Decide(ctx context.Context, raw []byte) HookDecision {
 	in, err := ParseHookInput(raw)
 	if err != nil {
 		return deny("%v; not allowed", err)
 	}
-	if h.Classifier == nil {
-		return deny("no classifier; not allowed")
+	if h.Checker == nil {
+		return h.unreachable(in, "no gateway is configured")
 	}
-	a := h.Classifier.ToolCall(in.ToolName, in.ToolInput, in.Cwd)
-	if a.Level == bot.Caution && h.Caution != Ask {
-		// Runs without asking, logged to the gateway's audit when it is
-		// reachable; a gateway whose rules call it dangerous makes it ask.
-		logged, insist := LogCaution(ctx, h.Gateway, h.record(in))
-		switch {
-		case insist != nil:
-			a = *insist
-		case logged:
-			return HookDecision{Decision: Allow, Reason: "signoff: " + reasonsText(a) + "; runs without asking (logged)"}
-		default:
-			return HookDecision{Decision: Allow, Reason: "signoff: " + reasonsText(a) + "; runs without asking"}
-		}
-	}
-	switch {
-	case a.Level == bot.Safe:
-		return HookDecision{Decision: Allow, Reason: "signoff: safe"}
-	case a.Level == bot.Caution:
-		return HookDecision{Decision: Ask, Reason: "signoff: " + reasonsText(a)}
-	case !MustAsk(a.Level):
-		return deny("unexpected risk level %q; not allowed", a.Level)
-	}
-	if h.Gateway == nil {
-		return deny("%s; no gateway to ask, so not allowed", reasonsText(a))
-	}
-
 	timeout := h.Timeout
 	if timeout <= 0 {
 		timeout = DefaultHookTimeout
@@ -221,26 +222,81 @@ func (h *Hook) Decide(ctx context.Context, raw []byte) HookDecision {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	n := h.request(in, timeout)
-	n.Nonce = bot.NewNonce()
-	r, err := Submit(ctx, h.Gateway, n)
+	ch := permissions.Check{
+		Persona: h.Persona, Tool: in.ToolName, Input: in.ToolInput, Cwd: in.Cwd,
+		Reason: n.Reason, Timeout: n.Timeout, Wait: true, Nonce: bot.NewNonce(),
+	}
+	res, err := h.Checker.Check(ctx, ch)
 	if err != nil {
 		h.logf("signoff: could not ask the gateway: %s", errorText(err))
-		return deny("%s, and the gateway could not be asked (%s); not approved", reasonsText(a), errorText(err))
+		return h.unreachable(in, errorText(err))
 	}
+	what := "signoff: " + res.Why
+	switch res.Decision {
+	case permissions.Allow:
+		if r := res.Request; r != nil {
+			break // approved by people: the receipt is checked below
+		}
+		if ok, why := CheckAllowed(h.Verify, ch, res); !ok {
+			// Not the pinned gateway's word: only what is safe here runs.
+			if h.localLevel(in) == bot.Safe {
+				return HookDecision{Decision: Allow, Reason: "signoff: safe"}
+			}
+			h.logf("signoff: %s", why)
+			return deny("%s; not allowed", why)
+		}
+		if res.By == permissions.ByCaution && (res.Caution != Allow || h.Caution == Ask) {
+			return HookDecision{Reason: what}
+		}
+		return HookDecision{Decision: Allow, Reason: what}
+	case permissions.Deny:
+		if r := res.Request; r != nil {
+			return deny("%s (request %s). This %s call was not approved; do not try to reach the same result another way.", bot.Outcome(r), r.ID, clip(in.ToolName, 100))
+		}
+		return HookDecision{Decision: Deny, Reason: what + ". Do not try to reach the same result another way."}
+	case permissions.Ask:
+	default:
+		return deny("the gateway answered %q; not allowed", clip(res.Decision, 40))
+	}
+	r := res.Request
+	if r == nil || h.Gateway == nil {
+		return deny("%s, and no request could be made; not approved", res.Why)
+	}
+	asked, _ := permissions.Asked(ch)
 	h.logf("signoff: asked persona %s (request %s): %s", r.Persona, r.ID, bot.Headline(r))
 	r, err = h.await(ctx, r)
 	if err != nil {
 		h.logf("signoff: request %s: %s", r.ID, errorText(err))
-		return deny("%s; request %s: %s; not approved", reasonsText(a), r.ID, errorText(err))
+		return deny("%s; request %s: %s; not approved", res.Why, r.ID, errorText(err))
 	}
 	h.logf("signoff: request %s: %s", r.ID, bot.Outcome(r))
-	if ok, why := Approved(h.Verify, n, r); ok {
+	if ok, why := Approved(h.Verify, asked, r); ok {
 		return HookDecision{Decision: Allow, Reason: "signoff: " + bot.Outcome(r) + " (request " + r.ID + ")"}
 	} else if why != "" {
 		h.logf("signoff: request %s: %s", r.ID, why)
 		return deny("%s (request %s); not approved", why, r.ID)
 	}
 	return deny("%s (request %s). This %s call was not approved; do not try to reach the same result another way.", bot.Outcome(r), r.ID, clip(in.ToolName, 100))
+}
+
+// localLevel is this machine's classification of the call: used only to
+// let a safe call run when the gateway's word cannot be had or believed.
+func (h *Hook) localLevel(in HookInput) bot.Level {
+	if h.Classifier == nil {
+		return bot.Dangerous
+	}
+	return h.Classifier.ToolCall(in.ToolName, in.ToolInput, in.Cwd).Level
+}
+
+// unreachable decides without the gateway: a call the local classifier
+// calls safe runs; anything else is denied (fail closed).
+func (h *Hook) unreachable(in HookInput, why string) HookDecision {
+	if h.Classifier != nil {
+		if a := h.Classifier.ToolCall(in.ToolName, in.ToolInput, in.Cwd); a.Level == bot.Safe {
+			return HookDecision{Decision: Allow, Reason: "signoff: safe (the gateway could not be asked: " + why + ")"}
+		}
+	}
+	return deny("the gateway could not be asked (%s), and only safe calls run without it; not allowed", why)
 }
 
 // await waits for r's decision, showing its votes and countdown on the

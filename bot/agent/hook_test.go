@@ -4,23 +4,32 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/google/jsonschema-go/jsonschema"
+
 	"github.com/signoff/signoff/bot"
 	"github.com/signoff/signoff/bot/agent"
+	"github.com/signoff/signoff/bot/httpapi"
+	"github.com/signoff/signoff/bot/permissions"
 	"github.com/signoff/signoff/bot/risk"
 )
+
+// hookCwd is the workspace of the hook payloads.
+const hookCwd = "/home/u/proj"
 
 // hookJSON is a PreToolUse payload as Claude Code writes it.
 func hookJSON(tool string, input any) string {
 	b, _ := json.Marshal(map[string]any{
 		"session_id":      "abc123",
 		"transcript_path": "/home/u/.claude/projects/p/abc123.jsonl",
-		"cwd":             "/home/u/proj",
+		"cwd":             hookCwd,
 		"permission_mode": "default",
 		"hook_event_name": "PreToolUse",
 		"tool_name":       tool,
@@ -66,75 +75,150 @@ func parseHookOutput(t testing.TB, b []byte) agent.HookSpecificOutput {
 	return s
 }
 
+// schema loads one of the agents' real hook output schemas.
+func schema(t testing.TB, file string) *jsonschema.Resolved {
+	t.Helper()
+	b, err := os.ReadFile("testdata/" + file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var s jsonschema.Schema
+	if err := json.Unmarshal(b, &s); err != nil {
+		t.Fatal(err)
+	}
+	rs, err := s.Resolve(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return rs
+}
+
+// hookOutcome runs the hook and returns what it printed: "" when nothing
+// (no decision), else the decision, after checking the output against the
+// agent's own schema.
+func hookOutcome(t *testing.T, h *agent.Hook, stdin string) (decision, reason string) {
+	t.Helper()
+	var out bytes.Buffer
+	if err := h.Run(context.Background(), strings.NewReader(stdin), &out); err != nil {
+		t.Fatalf("Run: %v", err)
+	}
+	if out.Len() == 0 {
+		return "", ""
+	}
+	file := "claude-code-pretooluse-output.schema.json"
+	if h.DenyOnly {
+		file = "codex-pretooluse-output.schema.json"
+	}
+	var v any
+	if err := json.Unmarshal(out.Bytes(), &v); err != nil {
+		t.Fatalf("hook output %q is not JSON: %v", out.String(), err)
+	}
+	if err := schema(t, file).Validate(v); err != nil {
+		t.Fatalf("hook output %s does not match %s: %v", out.String(), file, err)
+	}
+	got := parseHookOutput(t, out.Bytes())
+	return got.PermissionDecision, got.PermissionDecisionReason
+}
+
+var (
+	denyPush = bot.Rule{Tool: "bash", Pattern: "git push *", Effect: bot.EffectDeny}
+	askCat   = bot.Rule{Tool: "bash", Pattern: "cat *", Effect: bot.EffectAsk}
+)
+
+// TestHookDecisions: each kind of decision, through a real gateway over
+// HTTP, as Claude Code and as Codex print it, each output checked against
+// that agent's schema. Codex gets deny or nothing at all.
 func TestHookDecisions(t *testing.T) {
-	approve := &fakeGateway{status: bot.Approved}
+	read := hookJSON("Read", map[string]any{"file_path": hookCwd + "/main.go"})
+	safeBash := hookJSON("Bash", map[string]any{"command": "git status"})
+	edit := hookJSON("Edit", map[string]any{"file_path": hookCwd + "/main.go", "old_string": "a", "new_string": "b"})
+	danger := hookJSON("Bash", map[string]any{"command": "git push --force origin main", "description": "rewrite history"})
+	push := hookJSON("Bash", map[string]any{"command": "git push origin main"})
+	cat := hookJSON("Bash", map[string]any{"command": "cat README.md"})
+	patch := hookJSON("apply_patch", map[string]any{"command": "*** Begin Patch\n*** Update File: /etc/hosts\n*** End Patch\n"})
 	for _, tc := range []struct {
-		name     string
-		gw       agent.Gateway // nil: no gateway
-		caution  string
-		stdin    string
-		want     string
-		reason   string // in the reason
-		askedFor string // the action the gateway was asked about ("" = not asked)
+		name         string
+		rules        []bot.Rule
+		caution      string // the persona's
+		flag         string // the hook's --caution
+		stdin, react string
+		claude       string // decision printed for Claude Code ("" = none)
+		codex        string
+		reason       string
 	}{
-		{"safe read in the workspace", approve, "", hookJSON("Read", map[string]any{"file_path": "/home/u/proj/main.go"}), agent.Allow, "safe", ""},
-		{"safe bash", approve, "", hookJSON("Bash", map[string]any{"command": "git status"}), agent.Allow, "safe", ""},
-		{"caution edit runs", approve, "", hookJSON("Edit", map[string]any{"file_path": "/home/u/proj/main.go", "old_string": "a", "new_string": "b"}), agent.Allow, "caution", ""},
-		{"caution edit asks when told", approve, agent.Ask, hookJSON("Edit", map[string]any{"file_path": "/home/u/proj/main.go"}), agent.Ask, "caution", ""},
-		{"dangerous bash approved", approve, "", hookJSON("Bash", map[string]any{"command": "rm -rf /", "description": "wipe"}), agent.Allow, "approved by alice", "rm -rf /"},
-		{"dangerous read denied", &fakeGateway{status: bot.Denied}, "", hookJSON("Read", map[string]any{"file_path": "/home/u/.ssh/id_ed25519"}), agent.Deny, "denied by carol", `Read {"file_path":"/home/u/.ssh/id_ed25519"}`},
-		{"dangerous expired", &fakeGateway{status: bot.Expired}, "", hookJSON("Bash", map[string]any{"command": "sudo reboot"}), agent.Deny, "silence is not consent", "sudo reboot"},
-		{"gateway unreachable", &fakeGateway{submitErr: bot.Errorf(bot.EUnavailable, "cannot reach the gateway at http://127.0.0.1:1")}, "", hookJSON("Bash", map[string]any{"command": "terraform apply"}), agent.Deny, "cannot reach the gateway", "terraform apply"},
-		{"lost while waiting", &fakeGateway{waitErr: errors.New("connection reset")}, "", hookJSON("Bash", map[string]any{"command": "npm publish"}), agent.Deny, "connection reset", "npm publish"},
-		{"no gateway", nil, "", hookJSON("Bash", map[string]any{"command": "rm -rf ~"}), agent.Deny, "no gateway", ""},
-		{"malformed JSON", approve, "", `{"tool_name": "Bash", "tool_input": {"command": "ls"`, agent.Deny, "not the JSON object expected", ""},
-		{"empty stdin", approve, "", "", agent.Deny, "no hook input", ""},
-		{"not an object", approve, "", `["Bash"]`, agent.Deny, "not the JSON object expected", ""},
-		{"two values", approve, "", hookJSON("Read", map[string]any{"file_path": "a"}) + hookJSON("Read", map[string]any{"file_path": "b"}), agent.Deny, "more than one", ""},
-		{"no tool", approve, "", `{"hook_event_name":"PreToolUse","tool_input":{}}`, agent.Deny, "names no tool", ""},
-		{"tool_input not an object", approve, "", `{"tool_name":"Bash","tool_input":"rm -rf /"}`, agent.Deny, "not a JSON object", ""},
-		{"codex event spelling", approve, "", `{"hook_event_name":"pre_tool_use","tool_name":"Bash","tool_input":{"command":"ls"}}`, agent.Allow, "safe", ""},
-		{"other event", approve, "", `{"hook_event_name":"PostToolUse","tool_name":"Bash","tool_input":{"command":"ls"}}`, agent.Deny, "PreToolUse only", ""},
-		{"unknown tool asks", approve, "", hookJSON("mcp__notes__add", map[string]any{"text": "hi"}), agent.Allow, "approved by", `mcp__notes__add {"text":"hi"}`},
+		{name: "safe read", stdin: read, claude: agent.Allow, codex: "", reason: "safe"},
+		{name: "safe bash", stdin: safeBash, claude: agent.Allow, codex: "", reason: "safe"},
+		{name: "caution edit: no decision", stdin: edit, claude: "", codex: ""},
+		{name: "caution edit, persona caution: allow", caution: "allow", stdin: edit, claude: agent.Allow, codex: "", reason: "caution"},
+		{name: "caution, persona allow, hook --caution ask", caution: "allow", flag: agent.Ask, stdin: edit, claude: "", codex: ""},
+		{name: "dangerous approved", stdin: danger, react: "✅", claude: agent.Allow, codex: "", reason: "approved by alice"},
+		{name: "dangerous denied", stdin: danger, react: "❌", claude: agent.Deny, codex: agent.Deny, reason: "denied by alice"},
+		{name: "deny rule: at once", rules: []bot.Rule{denyPush}, stdin: push, claude: agent.Deny, codex: agent.Deny, reason: `"git push *" → deny`},
+		{name: "ask rule on a safe call waits for people", rules: []bot.Rule{askCat}, stdin: cat, react: "✅", claude: agent.Allow, codex: "", reason: "approved by alice"},
+		{name: "apply_patch outside the workspace asks", stdin: patch, react: "❌", claude: agent.Deny, codex: agent.Deny, reason: "denied by alice"},
+		{name: "malformed", stdin: `{"tool_name": "Bash"`, claude: agent.Deny, codex: agent.Deny, reason: "not the JSON object expected"},
+		{name: "other event", stdin: `{"hook_event_name":"PostToolUse","tool_name":"Bash","tool_input":{"command":"ls"}}`, claude: agent.Deny, codex: agent.Deny, reason: "PreToolUse only"},
 	} {
-		t.Run(tc.name, func(t *testing.T) {
-			h := &agent.Hook{Classifier: risk.Default(), Persona: "demo", Agent: "Claude Code", Caution: tc.caution, Timeout: 5 * time.Second}
-			var fg *fakeGateway
-			if tc.gw != nil {
-				fg = tc.gw.(*fakeGateway)
-				fg.asked = nil
-				h.Gateway, h.Verify = fg, fg.verify
-			}
-			got := runHook(t, h, strings.NewReader(tc.stdin))
-			if got.PermissionDecision != tc.want || !strings.Contains(got.PermissionDecisionReason, tc.reason) {
-				t.Errorf("got %s %q, want %s with %q", got.PermissionDecision, got.PermissionDecisionReason, tc.want, tc.reason)
-			}
-			if fg == nil {
-				return
-			}
-			asked := fg.requests()
-			switch {
-			case tc.askedFor == "":
-				if len(asked) != 0 {
-					t.Errorf("asked the gateway %+v, want not asked", asked)
+		for _, who := range []string{"Claude Code", "Codex"} {
+			t.Run(tc.name+"/"+who, func(t *testing.T) {
+				l := newLive(t, time.Minute, func(p *bot.Persona) { p.Permissions, p.Caution = tc.rules, tc.caution })
+				h := &agent.Hook{Checker: l.client, Gateway: l.client, Classifier: risk.Default(), Persona: "demo", Agent: who,
+					DenyOnly: who == "Codex", Caution: tc.flag, Timeout: 10 * time.Second, Poll: time.Second, Verify: l.verify}
+				var answered <-chan *bot.Request
+				if tc.react != "" {
+					answered = l.answer(t, tc.react)
 				}
-			case tc.askedFor != "":
-				if len(asked) != 1 || asked[0].Action != tc.askedFor || asked[0].Persona != "demo" {
-					t.Fatalf("asked %+v, want one request for %q", asked, tc.askedFor)
+				got, reason := hookOutcome(t, h, tc.stdin)
+				want := tc.claude
+				if who == "Codex" {
+					want = tc.codex
 				}
-				if !strings.Contains(asked[0].Reason, "Claude Code") || !strings.Contains(asked[0].Reason, "/home/u/proj") {
-					t.Errorf("reason %q names neither the agent nor the workspace", asked[0].Reason)
+				if got != want || (want != "" && !strings.Contains(reason, tc.reason)) {
+					t.Errorf("printed %q %q, want %q with %q", got, reason, want, tc.reason)
 				}
-				if d := time.Duration(asked[0].Timeout); d <= 0 || d >= 5*time.Second {
-					t.Errorf("request timeout %v, want below the hook's 5s", d)
+				if answered != nil {
+					if r := <-answered; r == nil {
+						t.Fatal("no request reached the people")
+					}
+				} else if rs, _ := l.env.Gateway.List(context.Background(), bot.Filter{}); len(rs) != 0 {
+					t.Errorf("a request was made (%s), want none", rs[0].Action)
 				}
-			}
-		})
+			})
+		}
+	}
+}
+
+// TestHookGatewayUnreachable: without the gateway only a safe call runs.
+func TestHookGatewayUnreachable(t *testing.T) {
+	client := httpapi.NewClient("http://127.0.0.1:1")
+	for _, tc := range []struct {
+		name, stdin, claude, codex string
+	}{
+		{"safe runs", hookJSON("Bash", map[string]any{"command": "ls"}), agent.Allow, ""},
+		{"caution is denied", hookJSON("Edit", map[string]any{"file_path": hookCwd + "/a.go"}), agent.Deny, agent.Deny},
+		{"dangerous is denied", hookJSON("Bash", map[string]any{"command": "terraform apply"}), agent.Deny, agent.Deny},
+	} {
+		for _, who := range []string{"Claude Code", "Codex"} {
+			t.Run(tc.name+"/"+who, func(t *testing.T) {
+				h := &agent.Hook{Checker: client, Gateway: client, Classifier: risk.Default(), Persona: "demo", Agent: who, DenyOnly: who == "Codex", Timeout: 5 * time.Second}
+				got, reason := hookOutcome(t, h, tc.stdin)
+				want := tc.claude
+				if who == "Codex" {
+					want = tc.codex
+				}
+				if got != want {
+					t.Errorf("printed %q (%s), want %q", got, reason, want)
+				}
+				if got == agent.Deny && !strings.Contains(reason, "could not be asked") {
+					t.Errorf("reason %q does not say the gateway could not be asked", reason)
+				}
+			})
+		}
 	}
 }
 
 func TestHookHugeStdin(t *testing.T) {
-	h := &agent.Hook{Classifier: risk.Default(), Persona: "demo", Gateway: &fakeGateway{status: bot.Approved}}
+	h := &agent.Hook{Classifier: risk.Default(), Persona: "demo"}
 	big := `{"tool_name":"Write","tool_input":{"file_path":"a","content":"` + strings.Repeat("x", agent.MaxHookInput) + `"}}`
 	got := runHook(t, h, strings.NewReader(big))
 	if got.PermissionDecision != agent.Deny || !strings.Contains(got.PermissionDecisionReason, "larger than") {
@@ -150,7 +234,7 @@ func (panicky) ToolCall(string, json.RawMessage, string) bot.Assessment {
 }
 
 func TestHookPanicIsDeny(t *testing.T) {
-	h := &agent.Hook{Classifier: panicky{}, Gateway: &fakeGateway{status: bot.Approved}}
+	h := &agent.Hook{Classifier: panicky{}}
 	got := runHook(t, h, strings.NewReader(hookJSON("Read", map[string]any{"file_path": "a"})))
 	if got.PermissionDecision != agent.Deny || !strings.Contains(got.PermissionDecisionReason, "internal error") {
 		t.Fatalf("got %+v, want deny: internal error", got)
@@ -159,60 +243,78 @@ func TestHookPanicIsDeny(t *testing.T) {
 
 func TestHookTimeoutIsDeny(t *testing.T) {
 	l := newLive(t, time.Minute) // nobody answers
-	h := &agent.Hook{Classifier: risk.Default(), Gateway: l.client, Persona: "demo", Timeout: 300 * time.Millisecond}
+	h := &agent.Hook{Classifier: risk.Default(), Checker: l.client, Gateway: l.client, Persona: "demo", Timeout: 1500 * time.Millisecond, Verify: l.verify}
 	start := time.Now()
 	got := runHook(t, h, strings.NewReader(hookJSON("Bash", map[string]any{"command": "git reset --hard HEAD~3"})))
-	if got.PermissionDecision != agent.Deny || time.Since(start) > 5*time.Second {
+	if got.PermissionDecision != agent.Deny || time.Since(start) > 8*time.Second {
 		t.Fatalf("got %+v after %v, want deny soon", got, time.Since(start))
 	}
 }
 
-func TestHookWriteElidesContent(t *testing.T) {
-	fg := &fakeGateway{status: bot.Denied}
-	h := &agent.Hook{Classifier: risk.Default(), Gateway: fg, Persona: "demo", Agent: "Codex"}
-	content := strings.Repeat("line\n", 2000)
-	runHook(t, h, strings.NewReader(hookJSON("Write", map[string]any{"file_path": "/etc/hosts", "content": content})))
-	asked := fg.requests()
-	if len(asked) != 1 {
-		t.Fatalf("asked %d times, want 1", len(asked))
+// TestHookSendsCwdAndTool: the gateway is sent the tool and its workspace,
+// so workspace rules and grants apply; people read a shell tool's command.
+func TestHookSendsCwdAndTool(t *testing.T) {
+	l := newLive(t, time.Minute, func(p *bot.Persona) {
+		p.Workspaces = []bot.Workspace{{Glob: hookCwd + "/**", Rules: []bot.Rule{{Tool: "bash", Pattern: "git push *", Effect: bot.EffectDeny}}}}
+	})
+	h := &agent.Hook{Checker: l.client, Gateway: l.client, Classifier: risk.Default(), Persona: "demo", Agent: "Claude Code", Timeout: 10 * time.Second, Poll: time.Second, Verify: l.verify}
+	if got, reason := hookOutcome(t, h, hookJSON("Bash", map[string]any{"command": "git push origin main"})); got != agent.Deny || !strings.Contains(reason, "deny") {
+		t.Errorf("workspace deny rule: %q %q", got, reason)
 	}
-	want := `Write {"content":"…(10000 bytes)","file_path":"/etc/hosts"}`
-	if asked[0].Kind != bot.KindTool || asked[0].Action != want {
-		t.Errorf("asked %s %q, want tool %q", asked[0].Kind, asked[0].Action, want)
+	answered := l.answer(t, "❌")
+	got, reason := hookOutcome(t, h, hookJSON("Write", map[string]any{"file_path": "/etc/hosts", "content": strings.Repeat("line\n", 600)}))
+	r := <-answered
+	t.Logf("write: %q %q", got, reason)
+	if r == nil {
+		t.Fatal("no request")
 	}
-	// The gateway classifies the action it is sent as the hook did.
-	if a := risk.Default().Classify(bot.KindTool, asked[0].Action); a.Level != bot.Dangerous {
-		t.Errorf("gateway would classify %q as %s", asked[0].Action, a.Level)
+	if r.Kind != bot.KindTool || !strings.Contains(r.Action, `"tool_name":"Write"`) || !strings.Contains(r.Action, hookCwd) || r.Level != bot.Dangerous {
+		t.Errorf("request %s %q %s", r.Kind, r.Action, r.Level)
 	}
-	if !strings.HasPrefix(asked[0].Reason, "Codex wants to use Write") {
-		t.Errorf("reason %q", asked[0].Reason)
+	if !strings.Contains(r.Reason, "Claude Code") {
+		t.Errorf("reason %q", r.Reason)
 	}
 }
 
-// TestHookLiveGateway runs the hook against a real gateway over HTTP, a
-// person answering by a signed reaction.
-func TestHookLiveGateway(t *testing.T) {
+// TestFakeGatewayAllowIsNotBelieved: whatever answers at SIGNOFF_URL says
+// "allow" (by a rule, a grant) for a dangerous call, with no receipt from
+// the pinned key, or with the real gateway's receipt for another call: the
+// hook denies. A safe call still runs.
+func TestFakeGatewayAllowIsNotBelieved(t *testing.T) {
+	l := newLive(t, time.Minute, func(p *bot.Persona) {
+		p.Permissions = []bot.Rule{{Tool: "bash", Pattern: "terraform apply -target=x", Effect: bot.EffectAllow}}
+	})
+	// A real receipt, for an exact allow of another command.
+	real, err := l.client.Check(context.Background(), permissions.Check{Persona: "demo", Action: "terraform apply -target=x", Cwd: hookCwd, Nonce: bot.NewNonce()})
+	if err != nil || real.Decision != "allow" || len(real.Receipt) == 0 {
+		t.Fatalf("real allow: %+v %v", real, err)
+	}
 	for _, tc := range []struct {
-		react, want, reason string
+		name string
+		body any
 	}{
-		{"✅", agent.Allow, "approved by alice"},
-		{"❌", agent.Deny, "denied by alice"},
+		{"no receipt", map[string]any{"decision": "allow", "by": "allow-rule", "why": "trust me", "level": "dangerous", "mode": "ask"}},
+		{"a receipt for another call", map[string]any{"decision": "allow", "by": "allow-rule", "why": "trust me", "level": "dangerous", "mode": "ask", "receipt": real.Receipt, "receipt_id": real.ReceiptID}},
 	} {
-		t.Run(tc.want, func(t *testing.T) {
-			l := newLive(t, time.Minute)
-			h := &agent.Hook{Classifier: risk.Default(), Gateway: l.client, Persona: "demo", Agent: "Claude Code", Poll: time.Second, Verify: l.verify}
-			answered := l.answer(t, tc.react)
-			got := runHook(t, h, strings.NewReader(hookJSON("Bash", map[string]any{"command": "git push --force origin main"})))
-			r := <-answered
-			if r == nil {
-				t.Fatal("no request reached the gateway")
+		t.Run(tc.name, func(t *testing.T) {
+			fake := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				w.Header().Set("Content-Type", "application/json")
+				json.NewEncoder(w).Encode(tc.body)
+			}))
+			defer fake.Close()
+			client := httpapi.NewClient(fake.URL)
+			h := &agent.Hook{Checker: client, Gateway: client, Classifier: risk.Default(), Persona: "demo", Agent: "Claude Code", Timeout: 5 * time.Second, Verify: l.verify}
+			if got, reason := hookOutcome(t, h, hookJSON("Bash", map[string]any{"command": "terraform apply -auto-approve"})); got != agent.Deny || !strings.Contains(reason, "not believed") {
+				t.Errorf("dangerous call on a fake allow: %q %q, want deny: not believed", got, reason)
 			}
-			if r.Action != "git push --force origin main" || r.Kind != bot.KindCommand || r.Level != bot.Dangerous {
-				t.Errorf("request = %s %q %s, want the command, dangerous", r.Kind, r.Action, r.Level)
-			}
-			if got.PermissionDecision != tc.want || !strings.Contains(got.PermissionDecisionReason, tc.reason) || !strings.Contains(got.PermissionDecisionReason, r.ID) {
-				t.Errorf("got %+v, want %s with %q and the request id", got, tc.want, tc.reason)
+			if got, _ := hookOutcome(t, h, hookJSON("Bash", map[string]any{"command": "ls"})); got != agent.Allow {
+				t.Errorf("safe call: %q, want allow", got)
 			}
 		})
+	}
+	// The real gateway's exact allow is believed.
+	h := &agent.Hook{Checker: l.client, Gateway: l.client, Classifier: risk.Default(), Persona: "demo", Agent: "Claude Code", Timeout: 5 * time.Second, Verify: l.verify}
+	if got, reason := hookOutcome(t, h, hookJSON("Bash", map[string]any{"command": "terraform apply -target=x"})); got != agent.Allow {
+		t.Errorf("exact allow rule through the real gateway: %q %q, want allow", got, reason)
 	}
 }

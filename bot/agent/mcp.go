@@ -11,11 +11,15 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/signoff/signoff/bot"
+	"github.com/signoff/signoff/bot/permissions"
 )
 
 // MCPOptions configures the MCP server.
 type MCPOptions struct {
-	Gateway    Gateway
+	Gateway Gateway
+	// Checker is the gateway's /v1/check: a deny rule or a live grant
+	// answers at once; anything else becomes a request for people.
+	Checker    Checker
 	Classifier Classifier
 	// Persona is used when a call names none.
 	Persona string
@@ -112,10 +116,26 @@ func (o MCPOptions) requestApproval(ctx context.Context, req *mcp.CallToolReques
 	if n.Kind == "" {
 		n.Kind = bot.KindText
 	}
+	var r *bot.Request
 	n.Nonce = bot.NewNonce()
-	r, err := Submit(ctx, o.Gateway, n)
-	if err != nil {
-		return nil, none, fmt.Errorf("could not ask for approval: %s; not approved", errorText(err))
+	if o.Checker != nil {
+		ch := permissions.Check{Persona: n.Persona, Kind: n.Kind, Action: n.Action, Reason: n.Reason, Explicit: true, Wait: true, Nonce: n.Nonce}
+		res, err := o.Checker.Check(ctx, ch)
+		if err != nil {
+			return nil, none, fmt.Errorf("could not ask for approval: %s; not approved", errorText(err))
+		}
+		if res.Request == nil {
+			return resolvedAtOnce(o.Verify, ch, res, n)
+		}
+		if asked, err := permissions.Asked(ch); err == nil {
+			n = asked
+		}
+		r = res.Request
+	} else {
+		var err error
+		if r, err = Submit(ctx, o.Gateway, n); err != nil {
+			return nil, none, fmt.Errorf("could not ask for approval: %s; not approved", errorText(err))
+		}
 	}
 
 	var progress func(*bot.Request)
@@ -139,7 +159,7 @@ func (o MCPOptions) requestApproval(ctx context.Context, req *mcp.CallToolReques
 	if poll <= 0 {
 		poll = 10 * time.Second
 	}
-	r, err = Await(ctx, o.Gateway, r, poll, progress)
+	r, err := Await(ctx, o.Gateway, r, poll, progress)
 	if err != nil {
 		return nil, none, fmt.Errorf("request %s: %s; not approved", r.ID, errorText(err))
 	}
@@ -165,6 +185,32 @@ func (o MCPOptions) requestApproval(ctx context.Context, req *mcp.CallToolReques
 		text += ". Approved: you may proceed with exactly this: " + clip(r.Action, 500)
 	} else {
 		text += ". Not approved: do not proceed, and do not try to reach the same result another way."
+	}
+	return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: text}}}, out, nil
+}
+
+// resolvedAtOnce answers a request_approval the gateway decided without
+// people: a deny rule, or a live grant.
+func resolvedAtOnce(v Verifier, ch permissions.Check, res *permissions.Result, n bot.NewRequest) (*mcp.CallToolResult, ApprovalOut, error) {
+	out := ApprovalOut{
+		Status: string(bot.Denied), DecidedBy: []string{},
+		Reason: res.Why, Level: string(res.Level), Reasons: res.Reasons,
+	}
+	if res.Decision == permissions.Allow {
+		ok, why := CheckAllowed(v, ch, res)
+		out.Approved = ok
+		if !ok {
+			res.Why = why
+			out.Reason = why
+		}
+	}
+	if out.Reasons == nil {
+		out.Reasons = []string{}
+	}
+	text := "Not approved: " + res.Why + ". Do not proceed, and do not try to reach the same result another way."
+	if out.Approved {
+		out.Status = string(bot.Approved)
+		text = "Approved (" + res.Why + "): you may proceed with exactly this: " + clip(n.Action, 500)
 	}
 	return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: text}}}, out, nil
 }

@@ -2,6 +2,7 @@ package agent
 
 import (
 	"github.com/signoff/signoff/bot"
+	"github.com/signoff/signoff/bot/permissions"
 )
 
 // Verifier checks that r, as the gateway answered it, is a real approval of
@@ -23,4 +24,18 @@ func Approved(v Verifier, asked bot.NewRequest, r *bot.Request) (ok bool, why st
 		return false, "the gateway says approved, but its receipt does not hold (" + errorText(err) + "), so it is not believed"
 	}
 	return true, ""
+}
+
+// CheckAllowed reports whether an integration may act on an allow the
+// gateway's /v1/check made without a request: only with its signed
+// receipt, from the pinned key, for exactly the call asked and its nonce.
+func CheckAllowed(v Verifier, ch permissions.Check, res *permissions.Result) (ok bool, why string) {
+	asked, err := permissions.Asked(ch)
+	if err != nil {
+		return false, err.Error()
+	}
+	if len(res.Receipt) == 0 {
+		return false, "the gateway says allow, but gave no signed receipt, so it is not believed"
+	}
+	return Approved(v, asked, &bot.Request{ID: res.ReceiptID, Status: bot.Approved, Receipt: res.Receipt})
 }

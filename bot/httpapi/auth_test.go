@@ -19,6 +19,7 @@ import (
 	"github.com/signoff/signoff/bot/bottest"
 	"github.com/signoff/signoff/bot/httpapi"
 	"github.com/signoff/signoff/bot/netpolicy"
+	"github.com/signoff/signoff/bot/permissions"
 	"github.com/signoff/signoff/bot/risk"
 	"github.com/signoff/signoff/bot/tokens"
 )
@@ -52,6 +53,10 @@ var wantAccess = map[string]string{
 	"GET /v1/network/policy":                 "net:request,admin",
 	"POST /v1/classify":                      "classify",
 	"GET /v1/tokens/self":                    "request,check,read:requests,classify,net:request,publish,admin",
+
+	"POST /v1/check":         "check",
+	"GET /v1/grants":         "admin",
+	"DELETE /v1/grants/{id}": "admin",
 }
 
 type authFixture struct {
@@ -95,6 +100,7 @@ func authSetup(t testing.TB) *authFixture {
 		Classifier: risk.Default(),
 		Logger:     quiet,
 		Now:        time.Now,
+		Checker:    &permissions.Checker{Personas: env.Store, Classifier: risk.Default(), Grants: env.Store, Audit: env.Audit, Requests: env.Gateway},
 	}
 	f.srv = httptest.NewServer(f.api.Handler())
 	t.Cleanup(f.srv.Close)

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/signoff/signoff/bot"
+	"github.com/signoff/signoff/bot/permissions"
 	"github.com/signoff/signoff/bot/tokens"
 	"github.com/signoff/signoff/signing"
 )
@@ -50,6 +51,8 @@ type Server struct {
 	Network Network
 	// Classifier serves POST /v1/classify (classify.go); nil: no route.
 	Classifier bot.Classifier
+	// Checker decides POST /v1/check and keeps grants (check.go).
+	Checker *permissions.Checker
 }
 
 // Handler returns the API's routes, each behind its Access (auth.go).
@@ -75,6 +78,7 @@ func (s *Server) routes() *Mux {
 	s.tokenRoutes(mux)
 	s.classifyRoutes(mux)
 	s.networkRoutes(mux)
+	s.checkRoutes(mux)
 	if s.Metrics != nil {
 		mux.Handle("GET /metrics", Public, s.Metrics)
 	}

@@ -32,7 +32,20 @@ type Check struct {
 	// Explicit: the agent itself asked for approval (MCP request_approval):
 	// only a deny rule or a grant resolves it; otherwise people decide.
 	Explicit bool `json:"explicit,omitempty"`
+	// Nonce is the client's random value (bot.NewNonce), carried back in
+	// the signed receipt of an allow, so a receipt cannot be replayed.
+	Nonce string `json:"nonce,omitempty"`
+	// Explain decides without acting: nothing is audited, no grant use is
+	// counted, no reviewer asked, no request made (permissions explain).
+	Explain bool `json:"explain,omitempty"`
 }
+
+// Decisions (Result.Decision).
+const (
+	Allow = "allow"
+	Deny  = "deny"
+	Ask   = "ask"
+)
 
 // What resolved a check (Result.By).
 const (
@@ -62,9 +75,14 @@ type Result struct {
 	Caution string `json:"caution,omitempty"`
 	// GrantScope is what an "always" answer would grant.
 	GrantScope *bot.GrantScope `json:"grant_scope,omitempty"`
-	Review     *Verdict        `json:"review,omitempty"`
-	Request    *bot.Request    `json:"request,omitempty"`
-	Layers     []Layer         `json:"layers,omitempty"`
+	// Receipt is the gateway's signed approval of an allow made without a
+	// request (ReceiptID names it): the client believes an allow only with
+	// it, for the exact action it asked about (Asked) and its nonce.
+	Receipt   json.RawMessage `json:"receipt,omitempty"`
+	ReceiptID string          `json:"receipt_id,omitempty"`
+	Review    *Verdict        `json:"review,omitempty"`
+	Request   *bot.Request    `json:"request,omitempty"`
+	Layers    []Layer         `json:"layers,omitempty"`
 }
 
 // Requests is how a check puts a call before people.
@@ -94,6 +112,9 @@ type Checker struct {
 	Audit      bot.Auditor  // nil: not audited
 	Requests   Requests     // nil: an ask cannot become a request
 	Reviewer   *ReviewClient
+	// Notary signs the receipt of every allow made without a person
+	// (nil: none; clients then believe only safe calls).
+	Notary bot.Notary
 	// RepoRules finds a repository's rules for a cwd (nil: FindRepoRules).
 	RepoRules func(cwd string) *RepoRules
 	Now       func() time.Time
@@ -171,6 +192,12 @@ func Validate(ch *Check) error {
 // auto puts what would ask to the reviewer first. Every call resolved
 // without a person is one audit record saying what resolved it.
 func (c *Checker) Check(ctx context.Context, ch Check) (*Result, error) {
+	return c.CheckWith(ctx, ch, c.Requests)
+}
+
+// CheckWith is Check putting an ask to people through reqs (the HTTP API
+// passes one that withdraws the request should its caller go away).
+func (c *Checker) CheckWith(ctx context.Context, ch Check, reqs Requests) (*Result, error) {
 	if err := Validate(&ch); err != nil {
 		return nil, err
 	}
@@ -211,6 +238,14 @@ func (c *Checker) Check(ctx context.Context, ch Check) (*Result, error) {
 
 	resolve := func(decision, by, why string) (*Result, error) {
 		res.Decision, res.By, res.Why = decision, by, why
+		if ch.Explain {
+			return res, nil
+		}
+		if decision == Allow {
+			if err := c.seal(ch, res); err != nil {
+				return nil, err
+			}
+		}
 		return res, c.audit(ctx, ch, res)
 	}
 	if ev.Effect == bot.EffectDeny {
@@ -224,7 +259,7 @@ func (c *Checker) Check(ctx context.Context, ch Check) (*Result, error) {
 			return resolve("deny", ByPlan, "mode plan is read-only: only safe calls run, and this one is "+string(a.Level))
 		}
 	}
-	if g, ok, err := c.grantFor(ctx, p, gc, call); err != nil {
+	if g, ok, err := c.grantFor(ctx, p, gc, call, !ch.Explain); err != nil {
 		return nil, err
 	} else if ok {
 		res.Grant = g.ID
@@ -243,7 +278,10 @@ func (c *Checker) Check(ctx context.Context, ch Check) (*Result, error) {
 		}
 	}
 	// Unresolved: the reviewer (mode auto), then people.
-	if mode == bot.ModeAuto && p.Reviewer != nil && !ch.Explicit {
+	if mode == bot.ModeAuto && p.Reviewer != nil && !ch.Explicit && ch.Explain {
+		res.Why = "mode auto: the reviewer at " + p.Reviewer.URL + " would be asked first; then people"
+	}
+	if mode == bot.ModeAuto && p.Reviewer != nil && !ch.Explicit && !ch.Explain {
 		v := c.review(ctx, p, ch, a)
 		res.Review = &v
 		switch {
@@ -270,19 +308,20 @@ func (c *Checker) Check(ctx context.Context, ch Check) (*Result, error) {
 			res.Why += " (" + res.Review.Reason + ")"
 		}
 	}
-	if !ch.Wait {
+	if !ch.Wait || ch.Explain {
 		return res, nil
 	}
-	return c.ask(ctx, ch, res)
+	return c.ask(ctx, ch, call, res, reqs)
 }
 
 // ask makes the call a request with its grant scope and waits a while.
-func (c *Checker) ask(ctx context.Context, ch Check, res *Result) (*Result, error) {
-	if c.Requests == nil {
+func (c *Checker) ask(ctx context.Context, ch Check, call Call, res *Result, reqs Requests) (*Result, error) {
+	if reqs == nil {
 		return nil, bot.Errorf(bot.EUnavailable, "this gateway cannot put requests to people")
 	}
-	n := bot.NewRequest{Persona: ch.Persona, Kind: ch.Kind, Action: requestAction(ch), Reason: ch.Reason, Timeout: ch.Timeout, GrantScope: res.GrantScope}
-	r, err := c.Requests.Submit(ctx, n)
+	n := asked(ch, call)
+	n.GrantScope = res.GrantScope
+	r, err := reqs.Submit(ctx, n)
 	if err != nil {
 		return nil, err
 	}
@@ -291,7 +330,7 @@ func (c *Checker) ask(ctx context.Context, ch Check, res *Result) (*Result, erro
 		wait = 50 * time.Second
 	}
 	if !r.Status.Final() {
-		if got, err := c.Requests.Wait(ctx, r.ID, wait); err == nil && got != nil {
+		if got, err := reqs.Wait(ctx, r.ID, wait); err == nil && got != nil {
 			r = got
 		}
 	}
@@ -303,6 +342,43 @@ func (c *Checker) ask(ctx context.Context, ch Check, res *Result) (*Result, erro
 		res.Decision, res.Why = "deny", bot.Outcome(r)
 	}
 	return res, nil
+}
+
+// Asked is the request the gateway files for a check that asks people,
+// and the action an allow's receipt is for: what a client verifies a
+// receipt against.
+func Asked(ch Check) (bot.NewRequest, error) {
+	if err := Validate(&ch); err != nil {
+		return bot.NewRequest{}, err
+	}
+	return asked(ch, callOf(ch.Kind, ch.Action, ch.Tool, ch.Input, ch.Cwd)), nil
+}
+
+func asked(ch Check, call Call) bot.NewRequest {
+	n := bot.NewRequest{Persona: ch.Persona, Kind: ch.Kind, Action: requestAction(ch), Reason: ch.Reason, Timeout: ch.Timeout, Nonce: ch.Nonce}
+	if ch.Kind == bot.KindTool && call.Tool == "bash" && strings.TrimSpace(call.Line) != "" {
+		// People read a shell tool's command, classified as a command.
+		n.Kind, n.Action = bot.KindCommand, call.Line
+	}
+	return n
+}
+
+// seal signs an allow made without a person.
+func (c *Checker) seal(ch Check, res *Result) error {
+	if c.Notary == nil {
+		return nil
+	}
+	n := asked(ch, callOf(ch.Kind, ch.Action, ch.Tool, ch.Input, ch.Cwd))
+	rc := bot.Receipt{
+		RequestID: "check-" + bot.NewID(), Persona: ch.Persona, Kind: n.Kind, ActionDigest: bot.ActionDigest(n.Kind, n.Action),
+		Nonce: ch.Nonce, Status: bot.Approved, DecidedBy: []string{res.By}, DecidedAt: c.now().UTC(), Reason: res.Why,
+	}
+	raw, err := c.Notary.SealReceipt(rc, c.now())
+	if err != nil {
+		return bot.Errorf(bot.EInternal, "seal the allow: %v", err)
+	}
+	res.Receipt, res.ReceiptID = raw, rc.RequestID
+	return nil
 }
 
 // requestAction is the action people read: the command, or the tool call
@@ -406,7 +482,7 @@ func grantCall(call Call, ev Evaluation, ch Check, a bot.Assessment) grants.Call
 }
 
 // grantFor finds a live grant of p that covers the call and counts its use.
-func (c *Checker) grantFor(ctx context.Context, p bot.Persona, gc grants.Call, call Call) (grants.Grant, bool, error) {
+func (c *Checker) grantFor(ctx context.Context, p bot.Persona, gc grants.Call, call Call, use bool) (grants.Grant, bool, error) {
 	if c.Grants == nil || call.Tool == "text" {
 		return grants.Grant{}, false, nil
 	}
@@ -418,6 +494,9 @@ func (c *Checker) grantFor(ctx context.Context, p bot.Persona, gc grants.Call, c
 	for _, g := range gs {
 		if !grants.Covers(g.Scope, gc) {
 			continue
+		}
+		if !use {
+			return g, true, nil
 		}
 		ok, err := m.Use(ctx, g, map[string]any{"persona": p.Name, "tool": call.Name, "action": firstNonEmpty(call.Line, strings.Join(call.Subjects, " ")), "cwd": call.Cwd})
 		if err != nil {

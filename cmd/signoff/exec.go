@@ -4,17 +4,18 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"strings"
 	"syscall"
 
 	"github.com/signoff/signoff/bot"
 	"github.com/signoff/signoff/bot/agent"
+	"github.com/signoff/signoff/bot/permissions"
 )
 
 func init() { commands["exec"] = execCommand }
 
-// execCommand classifies argv, runs safe and caution commands at once,
-// asks the gateway about anything else and runs it only when approved.
+// execCommand asks the gateway's /v1/check about argv and runs it only
+// when the gateway allows it (safe, caution, a rule or a grant) or people
+// approve it.
 // The exit code is the command's; 1 when it was not approved; 2 on a
 // usage or server error (and then nothing runs).
 func execCommand(ctx context.Context, a *app, args []string) int {
@@ -29,35 +30,51 @@ func execCommand(ctx context.Context, a *app, args []string) int {
 		fs.Usage()
 		return a.failf("nothing to run: give -- CMD…")
 	}
-	cfg, c, err := configAndClassifier()
+	cfg, err := loadConfig()
 	if err != nil {
 		return a.fail(err)
 	}
 	argv := fs.Args()
-	line := shellJoin(argv)
-	risk := c.Command(line)
-	n := bot.NewRequest{Persona: *persona, Action: line, Reason: *reason, Kind: bot.KindCommand, Timeout: bot.Duration(*timeout)}
-	if n.Persona == "" {
-		n.Persona = cfg.Persona
+	ch := permissions.Check{Persona: *persona, Action: shellJoin(argv), Reason: *reason, Kind: bot.KindCommand, Timeout: bot.Duration(*timeout), Wait: true, Nonce: bot.NewNonce()}
+	if ch.Persona == "" {
+		ch.Persona = cfg.Persona
 	}
+	if wd, err := os.Getwd(); err == nil {
+		ch.Cwd = wd
+	}
+	// The gateway decides: its rules, grants, mode and classifier. Nothing
+	// runs that it did not allow; unreachable, nothing runs.
 	client := requester(cfg)
-	if risk.Level == bot.Caution {
-		// Runs at once, logged to the gateway's audit when it is reachable;
-		// a gateway whose rules call it dangerous makes it ask after all.
-		logged, insist := agent.LogCaution(ctx, client, n)
-		switch {
-		case insist != nil:
-			risk = *insist
-		case logged:
-			fmt.Fprintf(a.stderr, "signoff: caution: %s; running without asking (logged)\n", strings.Join(risk.Reasons, "; "))
-		default:
-			fmt.Fprintf(a.stderr, "signoff: caution: %s; running without asking (gateway not reachable: not logged)\n", strings.Join(risk.Reasons, "; "))
-		}
+	res, err := client.Check(ctx, ch)
+	if err != nil {
+		fmt.Fprintf(a.stderr, "signoff: %s; nothing was run\n", bot.ErrorMessage(err))
+		return 2
 	}
-	if agent.MustAsk(risk.Level) {
-		if code, _ := ask(ctx, a, client, n, cfg.verifier(a.stderr)); code != 0 {
+	verify := cfg.verifier(a.stderr)
+	asked, _ := permissions.Asked(ch)
+	switch {
+	case res.Decision == permissions.Allow && res.Request == nil:
+		// Believed only with the pinned gateway's signed receipt.
+		if ok, why := agent.CheckAllowed(verify, ch, res); !ok {
+			fmt.Fprintf(a.stderr, "signoff: %s; not run\n", why)
+			return 1
+		}
+		if res.By != permissions.BySafe {
+			fmt.Fprintf(a.stderr, "signoff: %s; running without asking (audited)\n", res.Why)
+		}
+	case res.Decision == permissions.Allow || res.Decision == permissions.Ask:
+		if res.Request == nil {
+			return a.failf("%s, and no request was made; nothing was run", res.Why)
+		}
+		if code, _ := awaitRequest(ctx, a, client, res.Request, verify, asked); code != 0 {
 			return code
 		}
+	default:
+		if r := res.Request; r != nil {
+			fmt.Fprintln(a.stderr, bot.Outcome(r))
+		}
+		fmt.Fprintf(a.stderr, "signoff: %s; not run\n", res.Why)
+		return 1
 	}
 	code, err := agent.Run(argv, a.stdin, a.stdout, a.stderr, forwardedSignals(a.stdin)...)
 	if err != nil {

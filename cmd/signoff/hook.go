@@ -19,15 +19,17 @@ var hookAgents = map[string]string{"claude-code": "Claude Code", "codex": "Codex
 // because a hook that exits with any code but 0 or 2 lets the tool run.
 func hook(ctx context.Context, a *app, args []string) int {
 	if len(args) == 0 || hookAgents[args[0]] == "" {
-		fmt.Fprint(a.stderr, "usage: signoff hook claude-code|codex [--persona P] [--timeout D] [--caution allow|ask]\n"+
+		fmt.Fprint(a.stderr, "usage: signoff hook claude-code|codex [--persona P] [--timeout D] [--caution ask]\n"+
 			"  a PreToolUse hook: hook JSON on stdin, a decision on stdout\n")
 		return 2
 	}
-	h := &agent.Hook{Agent: hookAgents[args[0]], Log: a.stderr}
-	fs := a.flags("hook "+args[0], "hook "+args[0]+" [--persona P] [--timeout D] [--caution allow|ask]")
+	// Codex honours only deny from a PreToolUse hook; allow or ask fail the
+	// hook and the tool runs. So for Codex: deny, or nothing at all.
+	h := &agent.Hook{Agent: hookAgents[args[0]], Log: a.stderr, DenyOnly: args[0] == "codex"}
+	fs := a.flags("hook "+args[0], "hook "+args[0]+" [--persona P] [--timeout D] [--caution ask]")
 	persona := fs.String("persona", "", "persona whose owners decide (default $SIGNOFF_PERSONA or demo)")
 	fs.DurationVar(&h.Timeout, "timeout", agent.DefaultHookTimeout, "longest wait for people; keep it below the hook timeout in the agent's settings")
-	fs.StringVar(&h.Caution, "caution", agent.Allow, "decision for caution-level calls: allow (run, DESIGN 1.4) or ask (the agent's own prompt)")
+	fs.StringVar(&h.Caution, "caution", "", "ask: never allow caution calls here (the agent's own rules decide); default: the persona's caution setting")
 	code, ok := parse(fs, args[1:])
 	switch {
 	case !ok && code == 0: // -h
@@ -36,14 +38,15 @@ func hook(ctx context.Context, a *app, args []string) int {
 		return hookDeny(a, "bad flags for signoff hook (see the hook's stderr); not allowed")
 	case fs.NArg() > 0:
 		return hookDeny(a, "signoff hook takes no arguments; not allowed")
-	case h.Caution != agent.Allow && h.Caution != agent.Ask:
-		return hookDeny(a, "--caution must be allow or ask; not allowed")
+	case h.Caution != "" && h.Caution != agent.Ask:
+		return hookDeny(a, "--caution must be ask (or left out: the persona decides); not allowed")
 	}
 	cfg, c, err := configAndClassifier()
 	if err != nil {
 		return hookDeny(a, err.Error()+"; not allowed")
 	}
-	h.Classifier, h.Gateway, h.Persona = c, requester(cfg), *persona
+	client := requester(cfg)
+	h.Classifier, h.Gateway, h.Checker, h.Persona = c, client, client, *persona
 	h.Verify = cfg.verifier(a.stderr)
 	if h.Persona == "" {
 		h.Persona = cfg.Persona

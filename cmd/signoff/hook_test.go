@@ -48,13 +48,14 @@ func TestHook(t *testing.T) {
 		reason string // in the reason; alternatives split by |
 	}{
 		{"safe read in the workspace", nil, hookInput("Read", map[string]any{"file_path": "/home/u/proj/go.mod"}), "", "", "allow", "safe"},
-		{"caution edit", nil, hookInput("Edit", map[string]any{"file_path": "/home/u/proj/main.go"}), "", "", "allow", "caution"},
-		{"caution edit, --caution ask", []string{"--caution", "ask"}, hookInput("Edit", map[string]any{"file_path": "/home/u/proj/main.go"}), "", "", "ask", "caution"},
+		{"caution edit: no decision, the agent's own rules apply", nil, hookInput("Edit", map[string]any{"file_path": "/home/u/proj/main.go"}), "", "", "", ""},
+		{"caution edit, --caution ask", []string{"--caution", "ask"}, hookInput("Edit", map[string]any{"file_path": "/home/u/proj/main.go"}), "", "", "", ""},
 		{"dangerous, approved", nil, danger, "approve", "", "allow", "approved by alice"},
 		{"dangerous, denied", nil, danger, "deny", "", "deny", "denied by alice"},
 		{"dangerous, expires", []string{"--timeout", "400ms"}, danger, "", "", "deny", "⌛ expired|no decision in the time"},
 		{"codex alias", nil, hookInput("Read", map[string]any{"file_path": "/home/u/.aws/credentials"}), "deny", "", "deny", "denied by alice"},
 		{"gateway unreachable", nil, danger, "", "http://127.0.0.1:1", "deny", "cannot reach the gateway"},
+		{"gateway unreachable, safe runs", nil, hookInput("Bash", map[string]any{"command": "ls"}), "", "http://127.0.0.1:1", "allow", "could not be asked"},
 		{"malformed JSON", nil, `{"tool_name":"Bash",`, "", "", "deny", "not the JSON object expected"},
 		{"huge stdin", nil, `{"tool_name":"Write","tool_input":{"content":"` + strings.Repeat("x", 9<<20) + `"}}`, "", "", "deny", "larger than"},
 		{"unknown persona", []string{"--persona", "nope"}, danger, "", "", "deny", `unknown persona "nope"`},
@@ -81,6 +82,12 @@ func TestHook(t *testing.T) {
 			res := finished(t, done)
 			if res.code != 0 {
 				t.Fatalf("hook exited %d (%q); a hook must exit 0", res.code, res.err)
+			}
+			if tc.want == "" {
+				if res.stdout != "" {
+					t.Errorf("printed %q, want no decision at all", res.stdout)
+				}
+				return
 			}
 			got, reason := decision(t, res.stdout)
 			found := false

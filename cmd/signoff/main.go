@@ -28,6 +28,10 @@ usage:
   signoff withdraw [--reason R] ID           take back a pending request
   signoff approve|deny [--reason R] ID       answer with your own signed Nostr reaction
   signoff keygen [--out FILE] | --show       make your key for approve/deny (--show: your npub again)
+  signoff approve --always ID                approve and don't ask again (a grant, when you may grant)
+  signoff check [--json] [--cwd DIR] -- CMD… may this call run? allow (0), deny (1), ask (3)
+  signoff permissions explain|check          every rule layer for a call; validate rule files
+  signoff grants [--json] | grants revoke ID list or end "don't ask again" grants
   signoff personas check [DIR]               validate persona files
   signoff audit verify [PATH]                check the audit chain: links, signed checkpoints, truncation
   signoff audit export [--out PATH]          write the whole chain (from the store) for offline verify

@@ -30,8 +30,9 @@ func mcpServe(ctx context.Context, a *app, args []string) int {
 	if !locked {
 		*persona = cfg.Persona
 	}
+	client := requester(cfg)
 	s := agent.NewMCPServer(agent.MCPOptions{
-		Gateway: requester(cfg), Classifier: c, Persona: *persona, LockPersona: locked, Logger: log,
+		Gateway: client, Checker: client, Classifier: c, Persona: *persona, LockPersona: locked, Logger: log,
 		Verify: cfg.verifier(a.stderr),
 	})
 	stdin := a.stdin

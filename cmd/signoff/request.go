@@ -68,6 +68,12 @@ func ask(ctx context.Context, a *app, c *httpapi.Client, n bot.NewRequest, verif
 		}
 		return a.fail(err), nil
 	}
+	return awaitRequest(ctx, a, c, r, verify, n)
+}
+
+// awaitRequest shows a pending request and waits for its decision: exit
+// 0 approved, 1 denied, expired or interrupted, 2 the gateway lost.
+func awaitRequest(ctx context.Context, a *app, c *httpapi.Client, r *bot.Request, verify agent.Verifier, n bot.NewRequest) (int, *bot.Request) {
 	fmt.Fprintln(a.stderr, bot.Headline(r))
 	fmt.Fprintf(a.stderr, "  risk: %s", r.Level)
 	if len(r.Reasons) > 0 {
@@ -79,7 +85,7 @@ func ask(ctx context.Context, a *app, c *httpapi.Client, n bot.NewRequest, verif
 	d := wait.New(a.stderr, wait.IsTerminal(a.stderr))
 	d.Update(r)
 	d.Start()
-	r, err = agent.Await(ctx, c, r, 0, d.Update)
+	r, err := agent.Await(ctx, c, r, 0, d.Update)
 	d.Stop()
 	if err != nil {
 		if ctx.Err() != nil {

@@ -20,7 +20,9 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/signoff/signoff/bot"
+	"github.com/signoff/signoff/bot/grants"
 	"github.com/signoff/signoff/bot/httpapi"
+	"github.com/signoff/signoff/bot/permissions"
 	"github.com/signoff/signoff/bot/readiness"
 	"github.com/signoff/signoff/configs"
 	"github.com/signoff/signoff/quorum"
@@ -133,6 +135,7 @@ func serve(ctx context.Context, a *app, args []string) int {
 		Metrics:    bot.NewMetrics(reg),
 		Logger:     log,
 	}
+	g.Grants = &grants.Maker{Store: store, Audit: audit}
 	plat, err := platforms(cfg, g, personas, key, log)
 	if err != nil {
 		return a.fail(err)
@@ -182,6 +185,7 @@ func serve(ctx context.Context, a *app, args []string) int {
 		Logger:     log,
 		Auth:       auth,
 		Classifier: classifier,
+		Checker:    &permissions.Checker{Personas: store, Classifier: classifier, Grants: store, Audit: audit, Requests: g, Notary: key},
 	}
 	ln, err := net.Listen("tcp", cfg.Listen)
 	if err != nil {

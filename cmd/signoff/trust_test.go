@@ -16,6 +16,7 @@ import (
 
 	"github.com/signoff/signoff/bot"
 	"github.com/signoff/signoff/bot/httpapi"
+	"github.com/signoff/signoff/bot/permissions"
 	"github.com/signoff/signoff/signing"
 )
 
@@ -54,6 +55,17 @@ func (f *fakeGatewayServer) start(t *testing.T) string {
 		n := f.asked
 		f.mu.Unlock()
 		writeFake(w, http.StatusOK, f.approved(r.PathValue("id"), n))
+	})
+	// /v1/check as a lying gateway answers it: approved by people, or
+	// allowed by a rule with its own "receipt".
+	mux.HandleFunc("POST /v1/check", func(w http.ResponseWriter, r *http.Request) {
+		var ch permissions.Check
+		json.NewDecoder(r.Body).Decode(&ch)
+		n, _ := permissions.Asked(ch)
+		f.mu.Lock()
+		f.asked = n
+		f.mu.Unlock()
+		writeFake(w, http.StatusOK, permissions.Result{Decision: "allow", Level: bot.Dangerous, Reasons: []string{}, Mode: "ask", By: "people", Why: "approved", Request: f.approved("fake0000fake0000", n)})
 	})
 	mux.HandleFunc("POST /v1/actions", func(w http.ResponseWriter, r *http.Request) {
 		writeFake(w, http.StatusAccepted, bot.Assessment{Level: bot.Caution, Reasons: []string{}})

@@ -19,9 +19,17 @@ func init() {
 // the gateway treats it like any other Nostr reaction.
 func vote(ctx context.Context, a *app, args []string, c bot.Choice) int {
 	name := map[bot.Choice]string{bot.Approve: "approve", bot.Deny: "deny"}[c]
-	fs := a.flags(name, name+" [--reason R] [--key FILE] [--relay URL]… ID")
+	synopsis := name + " [--reason R] [--key FILE] [--relay URL]… ID"
+	if c == bot.Approve {
+		synopsis = name + " [--always] [--reason R] [--key FILE] [--relay URL]… ID"
+	}
+	fs := a.flags(name, synopsis)
 	keyPath := fs.String("key", "", "your key file (default $SIGNOFF_KEY or the one keygen wrote)")
 	reason := fs.String("reason", "", "say why (signed with your vote; the agent is told)")
+	var always *bool
+	if c == bot.Approve {
+		always = fs.Bool("always", false, "approve and don't ask again: a grant for the scope the request shows (♾️), when your answer may grant on its own")
+	}
 	var relays stringList
 	fs.Var(&relays, "relay", "publish the reaction to this relay instead of the gateway (repeatable)")
 	if code, ok := parse(fs, args); !ok {
@@ -30,6 +38,9 @@ func vote(ctx context.Context, a *app, args []string, c bot.Choice) int {
 	if fs.NArg() != 1 {
 		fs.Usage()
 		return a.failf("%s takes one request id (see `signoff pending`)", name)
+	}
+	if always != nil && *always {
+		c = bot.Always
 	}
 	cfg, err := loadConfig()
 	if err != nil {
@@ -72,6 +83,13 @@ func vote(ctx context.Context, a *app, args []string, c bot.Choice) int {
 		return a.fail(err)
 	}
 	fmt.Fprintf(a.stderr, "%s as %s:\n%s\n", name, key.Npub(), bot.EscapeLines(signed.Content))
+	if c == bot.Always {
+		if r.GrantScope == nil {
+			fmt.Fprintln(a.stderr, "this request has no grant scope (the agent asked in words, or no workspace is known): ♾️ approves it once")
+		} else {
+			fmt.Fprintf(a.stderr, "♾️ don't ask again for: %s, for %s after approval\n", bot.Escape(r.GrantScope.Text()), r.GrantScope.TTL)
+		}
+	}
 	if len(relays) > 0 {
 		return publishToRelays(ctx, a, relays, ev)
 	}
@@ -82,6 +100,13 @@ func vote(ctx context.Context, a *app, args []string, c bot.Choice) int {
 	switch out.Result {
 	case bot.Counted:
 		fmt.Fprintf(a.stdout, "counted; request %s is %s\n", r.ID, out.Status)
+		if c == bot.Always && out.Status == bot.Approved {
+			if got, err := client.Get(ctx, r.ID); err == nil && got.Always && got.GrantScope != nil {
+				fmt.Fprintf(a.stdout, "grant %s made: %s (see `signoff grants`)\n", r.ID, got.GrantScope.Text())
+			} else {
+				fmt.Fprintln(a.stdout, "approved once: no grant (it needs the owner's ♾️, or ♾️ from approvalQuorum members)")
+			}
+		}
 		return 0
 	default:
 		fmt.Fprintf(a.stdout, "%s: %s; request %s is %s\n", out.Result, out.Reason, r.ID, out.Status)

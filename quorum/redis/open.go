@@ -96,7 +96,11 @@ func EmbeddedClient(m *miniredis.Miniredis) *goredis.Client {
 	return goredis.NewClient(&goredis.Options{
 		Addr: "embedded",
 		Dialer: func(context.Context, string, string) (net.Conn, error) {
-			return m.Dial()
+			c, err := m.Dial()
+			if err != nil {
+				return nil, err
+			}
+			return newAsyncConn(c), nil
 		},
 		Protocol: 2,
 	})
