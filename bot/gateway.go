@@ -34,6 +34,14 @@ type Gateway struct {
 	// such a request is approved once).
 	Grants GrantMaker
 
+	// Outbox, when set, delivers decisions' side effects from the store
+	// (see outbox.go) instead of a goroutine of the deciding replica.
+	Outbox Outbox
+	// ClaimIdle is how long a taken outbox entry waits before another
+	// replica claims it (default 2×PostTimeout+10s).
+	ClaimIdle time.Duration
+	consumer  string
+
 	// SweepEvery is how often due requests are expired (default 500ms).
 	SweepEvery time.Duration
 	// PostTimeout bounds each channel's Post and Update (default 15s).
@@ -86,6 +94,14 @@ func (g *Gateway) Start(ctx context.Context) error {
 	g.done = ctx.Done()
 	g.closed = false
 	g.mu.Unlock()
+	if g.Outbox != nil {
+		g.consumer = "gw-" + NewID()
+		g.wg.Add(1)
+		go func() {
+			defer g.wg.Done()
+			g.runOutbox(ctx)
+		}()
+	}
 	ready := make(chan struct{})
 	var once sync.Once
 	g.wg.Add(2)
@@ -146,6 +162,9 @@ func (g *Gateway) Close() {
 		g.cancel()
 	}
 	g.wg.Wait()
+	if g.Outbox != nil && g.consumer != "" {
+		g.drainOutbox()
+	}
 }
 
 // sweep expires every due request; the gateway whose Resolve wins does the
@@ -457,6 +476,9 @@ func (g *Gateway) decided(id string, s Status) {
 	g.seal(sctx, id, s)
 	cancel()
 	g.hub.wake(id)
+	if g.Outbox != nil {
+		return // delivered from the outbox
+	}
 	g.background(func() { g.followUp(id) })
 }
 

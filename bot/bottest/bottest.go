@@ -179,6 +179,7 @@ func NewOn(t testing.TB, rdb goredis.UniversalClient, prefix string, p bot.Perso
 		Store:      store,
 		Signer:     key,
 		Audit:      audit,
+		Outbox:     store,
 		Channels:   channels,
 		Logger:     slog.New(slog.NewTextHandler(io.Discard, nil)),
 		SweepEvery: 20 * time.Millisecond,

@@ -131,6 +131,7 @@ func serve(ctx context.Context, a *app, args []string) int {
 		Signer:     key,
 		Classifier: classifier,
 		Audit:      audit,
+		Outbox:     store,
 		Channels:   map[bot.Platform]bot.Channel{},
 		Metrics:    bot.NewMetrics(reg),
 		Logger:     log,

@@ -106,8 +106,9 @@ func (s *Store) AuditSeeded(ctx context.Context) (uint64, error) {
 // its audit record — unless the chain's head moved (another replica
 // appended first), when it does nothing and says "conflict". The record
 // joins the chain when the vote is stored (not a duplicate delivery, not a
-// stranger's answer past the bound). KEYS: the vote script's four, 5 audit
-// head, 6 audit stream. ARGV: the vote script's eleven, 12 seq, 13 prev,
+// stranger's answer past the bound); a decision joins the outbox in the
+// same step. KEYS: the vote script's four, 5 audit head, 6 audit stream,
+// 7 outbox. ARGV: the vote script's eleven, 12 seq, 13 prev,
 // 14 hash, 15 line. Returns the vote script's six values and in-chain (0|1).
 //
 // Redis does not undo a script's writes when a later command fails, so
@@ -136,6 +137,9 @@ if res[1] ~= 'missing' and res[5] == 1 then
   redis.call('HSET', KEYS[5], 'seq', ARGV[12], 'hash', ARGV[14])
   appended = 1
 end
+if res[4] == 1 then
+  redis.call('XADD', KEYS[7], 'MAXLEN', '~', '100000', '*', 'id', ARGV[9])
+end
 return {res[1], res[2], res[3], res[4], res[5], res[6] or 0, appended}
 `)
 
@@ -158,6 +162,6 @@ func (s *Store) RecordVoteAudited(ctx context.Context, b bot.Ballot, rec bot.Aud
 		out, err := s.RecordVote(ctx, b)
 		return out, true, err
 	}
-	out, appended, err := s.runVote(ctx, b, auditedVoteScript, s.auditKeys(), []any{rec.Seq, rec.Prev, rec.Hash, rec.Line})
+	out, appended, err := s.runVote(ctx, b, auditedVoteScript, append(s.auditKeys(), s.outboxKey()), []any{rec.Seq, rec.Prev, rec.Hash, rec.Line})
 	return out, appended == 1, err
 }

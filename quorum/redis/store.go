@@ -426,6 +426,9 @@ func (s *Store) runVote(ctx context.Context, b bot.Ballot, script *goredis.Scrip
 	}
 	if out.Decided {
 		s.rdb.ZRem(ctx, s.key("pending"), b.RequestID)
+		if script != auditedVoteScript { // that one enqueued it itself
+			s.enqueue(ctx, b.RequestID)
+		}
 	}
 	return out, extra, nil
 }
@@ -450,6 +453,9 @@ func (s *Store) Resolve(ctx context.Context, id string, st bot.Status, reason st
 		if status, _ := s.rdb.HGet(ctx, s.requestKeys(id)[0], "status").Result(); status != string(bot.Pending) {
 			s.rdb.ZRem(ctx, s.key("pending"), id)
 		}
+	}
+	if n == 1 {
+		s.enqueue(ctx, id)
 	}
 	return n == 1, nil
 }

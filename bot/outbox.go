@@ -1,0 +1,169 @@
+package bot
+
+import (
+	"context"
+	"errors"
+	"time"
+)
+
+// A decision's side effects (its audit record, the edits of its cards)
+// are delivered from the store's outbox by whichever replica is alive,
+// not by a goroutine of the one that decided: the step that decides also
+// enqueues it, each live replica reads the outbox, and entries a stopped
+// replica had taken are claimed by another once idle. Delivery is
+// idempotent: the record is appended with its "audited" mark in one step,
+// and each platform's edit is marked done.
+
+// OutboxEntry is one decided request waiting for its side effects.
+type OutboxEntry struct {
+	EntryID   string
+	RequestID string
+}
+
+// Outbox is the store's queue of decisions to deliver.
+type Outbox interface {
+	ReadOutbox(ctx context.Context, consumer string, max int, block time.Duration, pending bool) ([]OutboxEntry, error)
+	ClaimOutbox(ctx context.Context, consumer string, idle time.Duration, max int) ([]OutboxEntry, error)
+	AckOutbox(ctx context.Context, entryID string) error
+	MarkStep(ctx context.Context, id, step string) (first bool, err error)
+	StepDone(ctx context.Context, id, step string) (bool, error)
+}
+
+// DecisionAuditStore appends a decision's record and marks the request
+// audited in one step; false when it already was.
+type DecisionAuditStore interface {
+	AppendAuditOnce(ctx context.Context, id string, rec AuditRef) (inChain bool, err error)
+}
+
+func (g *Gateway) claimIdle() time.Duration {
+	if g.ClaimIdle > 0 {
+		return g.ClaimIdle
+	}
+	return 2*g.PostTimeout + 10*time.Second
+}
+
+// runOutbox delivers decisions until ctx ends.
+func (g *Gateway) runOutbox(ctx context.Context) {
+	lastClaim := time.Now()
+	for ctx.Err() == nil {
+		es, err := g.Outbox.ReadOutbox(ctx, g.consumer, 32, time.Second, false)
+		if err != nil {
+			if ctx.Err() != nil {
+				return
+			}
+			g.log().Warn("read outbox", "err", err)
+			select {
+			case <-ctx.Done():
+				return
+			case <-time.After(500 * time.Millisecond):
+			}
+			continue
+		}
+		for _, e := range es {
+			g.deliverEntry(e)
+		}
+		if time.Since(lastClaim) >= min(time.Second, g.claimIdle()/2) {
+			lastClaim = time.Now()
+			claimed, err := g.Outbox.ClaimOutbox(ctx, g.consumer, g.claimIdle(), 32)
+			if err != nil && ctx.Err() == nil {
+				g.log().Warn("claim outbox", "err", err)
+			}
+			for _, e := range claimed {
+				g.log().Info("delivering a decision another replica took and did not finish", "id", e.RequestID)
+				g.deliverEntry(e)
+			}
+		}
+	}
+}
+
+// drainOutbox delivers, at Close, what this replica has taken or is due,
+// for a few seconds at most; the rest is claimed by another replica.
+func (g *Gateway) drainOutbox() {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	for _, pending := range []bool{true, false} {
+		es, err := g.Outbox.ReadOutbox(ctx, g.consumer, 1000, -1, pending)
+		if err != nil {
+			return
+		}
+		for _, e := range es {
+			g.deliverEntry(e)
+		}
+	}
+}
+
+func (g *Gateway) deliverEntry(e OutboxEntry) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*g.PostTimeout+5*time.Second)
+	defer cancel()
+	err := g.deliver(ctx, e.RequestID)
+	if err != nil && ErrorCode(err) != ENotFound {
+		g.log().Error("deliver decision; it will be tried again", "id", e.RequestID, "err", err)
+		return
+	}
+	if err := g.Outbox.AckOutbox(ctx, e.EntryID); err != nil {
+		g.log().Warn("ack outbox", "id", e.RequestID, "err", err)
+	}
+}
+
+// deliver does a decision's side effects, each at most once: the audit
+// record, then each platform's edit.
+func (g *Gateway) deliver(ctx context.Context, id string) error {
+	r, err := g.Store.Get(ctx, id)
+	if err != nil {
+		return err
+	}
+	if !r.Status.Final() {
+		return nil
+	}
+	if err := g.auditDecisionOnce(ctx, r); err != nil {
+		return err
+	}
+	byPlatform := map[Platform][]MessageRef{}
+	for _, m := range r.Messages {
+		byPlatform[m.Platform] = append(byPlatform[m.Platform], m)
+	}
+	for p, refs := range byPlatform {
+		ch := g.Channels[p]
+		if ch == nil {
+			continue
+		}
+		step := "edit:" + string(p)
+		if done, err := g.Outbox.StepDone(ctx, id, step); err != nil || done {
+			continue
+		}
+		g.update(ctx, ch, r, refs)
+		g.Outbox.MarkStep(ctx, id, step)
+	}
+	return nil
+}
+
+func (g *Gateway) auditDecisionOnce(ctx context.Context, r *Request) error {
+	if g.Audit == nil {
+		return nil
+	}
+	e := AuditEntry{Type: "decision", RequestID: r.ID, Data: map[string]any{
+		"status": r.Status, "decided_by": r.DecidedBy, "decided_at": r.DecidedAt, "reason": r.DecisionReason,
+	}}
+	ca, ok1 := g.Audit.(CommitAuditor)
+	ds, ok2 := g.Store.(DecisionAuditStore)
+	if !ok1 || !ok2 {
+		if first, err := g.Outbox.MarkStep(ctx, r.ID, "audit"); err != nil || !first {
+			return err
+		}
+		return g.Audit.Append(ctx, e)
+	}
+	var appended bool
+	err := ca.AppendCommit(ctx, e, func(ctx context.Context, rec AuditRef) (bool, error) {
+		in, err := ds.AppendAuditOnce(ctx, r.ID, rec)
+		appended = in
+		return in, err
+	})
+	if err == nil && appended {
+		g.log().Info("request decided", "id", r.ID, "status", r.Status, "by", r.DecidedBy, "reason", r.DecisionReason)
+		g.Metrics.decision(r)
+	}
+	if errors.Is(err, ErrAuditConflict) {
+		return err
+	}
+	return err
+}
