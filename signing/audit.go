@@ -105,21 +105,22 @@ type AuditOptions struct {
 type AuditLog struct {
 	Now func() time.Time
 
-	mu       sync.Mutex
-	path     string
-	f        *os.File
-	key      *Key
-	priv     *btcec.PrivateKey
-	opt      AuditOptions
-	seq      uint64 // the last record in the chain as this log knows it
-	prev     string
-	fileSeq  uint64 // the last record written to the file
-	fileHash string
-	covered  uint64 // the last checkpoint's seq
-	oldest   time.Time
-	torn     bool  // the file may end inside a record
-	size     int64 // the file's length
-	broken   error // a line could not be taken back: refuse all
+	mu        sync.Mutex
+	path      string
+	f         *os.File
+	key       *Key
+	priv      *btcec.PrivateKey
+	opt       AuditOptions
+	seq       uint64 // the last record in the chain as this log knows it
+	prev      string
+	fileSeq   uint64 // the last record written to the file
+	fileHash  string
+	covered   uint64 // the last checkpoint's seq
+	oldest    time.Time
+	torn      bool  // the file may end inside a record
+	size      int64 // the file's length
+	broken    error // a line could not be taken back: refuse all
+	rejoining bool
 
 	stop chan struct{}
 	done chan struct{}
@@ -235,8 +236,8 @@ func (l *AuditLog) recover(ctx context.Context) error {
 			if err != nil {
 				return err
 			}
-			if h != l.prev {
-				return fmt.Errorf("audit log %s and the store's chain differ at seq %d; refusing to join them", l.path, l.seq)
+			if h != "" && h != l.prev {
+				return l.rejoin(ctx, l.seq)
 			}
 		}
 		if err := l.catchUp(ctx); err != nil {
@@ -519,10 +520,8 @@ func (l *AuditLog) catchUp(ctx context.Context) error {
 	if hs < l.fileSeq {
 		// The store lost records this file has (it restarted empty, or
 		// from an older snapshot): give the chain back to it.
-		if hs > 0 {
-			if hh != fileHashAt(l.path, hs) {
-				return fmt.Errorf("audit log %s and the store's chain differ at seq %d; refusing to join them", l.path, hs)
-			}
+		if hs > 0 && hh != fileHashAt(l.path, hs) {
+			return l.rejoin(ctx, hs)
 		}
 		if hs == 0 && !l.opt.StoreHoldsAll {
 			if _, err := l.opt.Store.SeedAudit(ctx, l.fileSeq, l.fileHash); err != nil {
@@ -548,6 +547,11 @@ func (l *AuditLog) catchUp(ctx context.Context) error {
 				return fmt.Errorf("audit store: record after seq %d is not readable", seq)
 			}
 			d, err := r.digest()
+			if err == nil && r.Seq == seq+1 && r.Prev != prev && seq == l.fileSeq && !l.rejoining {
+				// The store's chain went another way after this file's
+				// head (it restarted empty and another replica refilled it).
+				return l.rejoin(ctx, min(seq, hs))
+			}
 			if err != nil || r.Seq != seq+1 || r.Prev != prev || hex.EncodeToString(d[:]) != r.Hash {
 				return fmt.Errorf("audit store: record %d does not link to the chain", seq+1)
 			}
@@ -643,4 +647,66 @@ func (l *AuditLog) Head() (uint64, string) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.seq, l.prev
+}
+
+// rejoin follows the store's chain where it and the file went different
+// ways (the store restarted empty and was refilled by a replica that had
+// not seen this file's last records): the file keeps the records both
+// share, up to seq upto at most, and the rest is moved aside as evidence;
+// then the store's records are copied. l.mu is held.
+func (l *AuditLog) rejoin(ctx context.Context, upto uint64) error {
+	type at struct {
+		hash string
+		end  int64
+	}
+	f, err := os.Open(l.path)
+	if err != nil {
+		return fmt.Errorf("read audit log: %w", err)
+	}
+	idx := map[uint64]at{}
+	eachLine(f, func(_ int, line []byte, end int64) bool {
+		var r Record
+		if json.Unmarshal(line, &r) == nil && r.Seq > 0 {
+			idx[r.Seq] = at{r.Hash, end}
+		}
+		return true
+	})
+	f.Close()
+	k := upto
+	for ; k > 0; k-- {
+		h, err := l.storeHash(ctx, k)
+		if err != nil {
+			return err
+		}
+		if h != "" && h == idx[k].hash {
+			break
+		}
+		if upto-k > 10000 {
+			return fmt.Errorf("audit log %s and the store's chain differ for more than 10000 records; refusing to join them", l.path)
+		}
+	}
+	end := idx[k].end
+	if k == 0 {
+		end = 0
+	}
+	l.covered = min(l.covered, k)
+	if err := l.quarantine(end); err != nil {
+		return err
+	}
+	hash := genesis
+	if k > 0 {
+		hash = idx[k].hash
+	}
+	l.seq, l.prev, l.fileSeq, l.fileHash = k, hash, k, hash
+	fi, err := l.f.Stat()
+	if err != nil {
+		return fmt.Errorf("audit log: %w", err)
+	}
+	l.size, l.torn = fi.Size(), false
+	if l.opt.Warn != nil {
+		l.opt.Warn(fmt.Sprintf("audit: this replica's log and the store's chain went different ways after seq %d (the store lost records and was refilled by another replica); the records after it were moved aside and the store's chain is followed", k))
+	}
+	l.rejoining = true
+	defer func() { l.rejoining = false }()
+	return l.catchUp(ctx)
 }

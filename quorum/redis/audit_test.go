@@ -172,3 +172,42 @@ func TestAuditStoreRestartedEmpty(t *testing.T) {
 		})
 	}
 }
+
+// TestAuditStoreRefilledByAReplicaThatSawLess: Redis restarts empty and
+// the first replica to append had not copied the last records; the
+// replica that had them follows the store's chain and keeps its own
+// records aside, and every chain still verifies.
+func TestAuditStoreRefilledByAReplicaThatSawLess(t *testing.T) {
+	srv := bottest.Start(t, "embedded")
+	key := signing.NewKey()
+	dir := t.TempDir()
+	open := func(name string) *signing.AuditLog {
+		l, err := signing.OpenAuditWith(context.Background(), filepath.Join(dir, name), key,
+			signing.AuditOptions{Store: srv.Store(t), StoreHoldsAll: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return l
+	}
+	a, b := open("a.jsonl"), open("b.jsonl")
+	for i := range 2 {
+		a.Append(context.Background(), bot.AuditEntry{Type: "vote", RequestID: "r", Data: i})
+	}
+	srv.Client(t).Del(context.Background(), srv.Prefix+":{audit}:head", srv.Prefix+":{audit}:log")
+	if err := b.Append(context.Background(), bot.AuditEntry{Type: "vote", RequestID: "r", Data: "b"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.Append(context.Background(), bot.AuditEntry{Type: "vote", RequestID: "r", Data: "a after"}); err != nil {
+		t.Fatalf("replica with the longer log after the store was refilled: %v", err)
+	}
+	a.Close()
+	b.Close()
+	verify(t, export(t, srv.Store(t)), key)
+	for _, n := range []string{"a.jsonl", "b.jsonl"} {
+		bb, _ := os.ReadFile(filepath.Join(dir, n))
+		verify(t, bb, key)
+	}
+	if side, _ := filepath.Glob(filepath.Join(dir, "a.jsonl.unverified-*")); len(side) != 1 {
+		t.Errorf("replica A's own records were not kept aside: %v", side)
+	}
+}
