@@ -104,7 +104,9 @@ func Summary(r *Request) string {
 func ParseChoice(s string) Choice {
 	s = strings.TrimSpace(strings.ReplaceAll(s, "\ufe0f", ""))
 	switch s {
-	case "✅", "✔", "☑", "+", "white_check_mark", "heavy_check_mark", "approve":
+	// "+" is not here: NIP-25 clients send it as a plain like, so it is
+	// recorded and ignored (issue 9, attack 8).
+	case "✅", "✔", "☑", "white_check_mark", "heavy_check_mark", "approve":
 		return Approve
 	case "❌", "✖", "❎", "-", "x", "negative_squared_cross_mark", "deny":
 		return Deny

@@ -211,7 +211,7 @@ func TestParseReaction(t *testing.T) {
 	}{
 		{name: "valid approve", raw: goodRaw, now: ntNow, choice: bot.Approve, target: ntTarget},
 		{name: "valid deny", raw: ntJSON(deny), now: ntNow, choice: bot.Deny, target: ntTarget},
-		{name: "plus approves", raw: ntJSON(ntEvent(func(ev *nostr.Event) { ev.Content = "+" })), now: ntNow, choice: bot.Approve, target: ntTarget},
+		{name: "plus is a like, not an approval", raw: ntJSON(ntEvent(func(ev *nostr.Event) { ev.Content = "+" })), now: ntNow, choice: bot.Other, target: ntTarget},
 		{name: "minus denies", raw: ntJSON(ntEvent(func(ev *nostr.Event) { ev.Content = "-" })), now: ntNow, choice: bot.Deny, target: ntTarget},
 		{name: "emoji with variation selector", raw: ntJSON(ntEvent(func(ev *nostr.Event) { ev.Content = "✔️" })), now: ntNow, choice: bot.Approve, target: ntTarget},
 		{name: "other emoji", raw: ntJSON(ntEvent(func(ev *nostr.Event) { ev.Content = "👍" })), now: ntNow, choice: bot.Other, target: ntTarget},

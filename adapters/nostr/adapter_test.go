@@ -40,7 +40,13 @@ func TestQuorumOfTwoThroughTwoRelays(t *testing.T) {
 	if got := h.get(t, r.ID); got.Status != bot.Pending {
 		t.Fatalf("after one of two approvals: %s, want pending", got.Status)
 	}
+	// A NIP-25 "+" (a like) is recorded and ignored; carol's ✅ decides.
 	publish(t, rb.URL(), reaction(carol, r.EventID, r.GatewayKey, "+", time.Now()))
+	eventually(t, "carol's like recorded", func() bool { return len(h.get(t, r.ID).Votes) == 2 })
+	if got := h.get(t, r.ID); got.Status != bot.Pending || got.Votes[1].Result != bot.Ignored {
+		t.Fatalf("after a + from carol: %s, votes %+v; want pending, the + ignored", got.Status, got.Votes)
+	}
+	publish(t, rb.URL(), reaction(carol, r.EventID, r.GatewayKey, "✅", time.Now()))
 
 	got := h.env.Await(t, r.ID)
 	if got.Status != bot.Approved {
@@ -52,7 +58,7 @@ func TestQuorumOfTwoThroughTwoRelays(t *testing.T) {
 		t.Errorf("decided by %v, want bob and carol", got.DecidedBy)
 	}
 	for _, v := range got.Votes {
-		if v.Result != bot.Counted || v.Proof != bot.ProofSigned {
+		if (v.Result != bot.Counted && v.Choice != bot.Other) || v.Proof != bot.ProofSigned {
 			t.Errorf("vote %+v: want counted, signed", v)
 		}
 	}

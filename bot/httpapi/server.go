@@ -9,8 +9,8 @@ import (
 	"errors"
 	"io"
 	"log/slog"
+	"mime"
 	"net/http"
-	"strings"
 	"time"
 
 	"github.com/signoff/signoff/bot"
@@ -237,8 +237,10 @@ func (s *Server) ready(w http.ResponseWriter, r *http.Request) {
 }
 
 func decode(w http.ResponseWriter, r *http.Request, v any) error {
-	if ct := r.Header.Get("Content-Type"); ct != "" && !strings.HasPrefix(ct, "application/json") {
-		return bot.Errorf(bot.EInvalid, "Content-Type must be application/json")
+	// A body must say it is JSON: a cross-site form or a no-cors fetch
+	// cannot send that type without a preflight (issue 9, attack 8).
+	if mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type")); err != nil || mt != "application/json" {
+		return bot.Errorf(EUnsupportedMedia, "send the body with Content-Type: application/json")
 	}
 	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, MaxBody))
 	dec.DisallowUnknownFields()
@@ -264,6 +266,9 @@ func bodyError(err error) error {
 	return bot.Errorf(bot.EInvalid, "cannot read request body: %v", err)
 }
 
+// EUnsupportedMedia is a body not sent as application/json (415).
+const EUnsupportedMedia = "unsupported_media_type"
+
 // ErrorBody is every error response: {"error": "...", "code": "..."}.
 type ErrorBody struct {
 	Error string `json:"error"`
@@ -280,6 +285,7 @@ var statuses = map[string]int{
 	bot.EForbidden:    http.StatusForbidden,
 	bot.EUnavailable:  http.StatusServiceUnavailable,
 	bot.EInternal:     http.StatusInternalServerError,
+	EUnsupportedMedia: http.StatusUnsupportedMediaType,
 }
 
 func (s *Server) fail(w http.ResponseWriter, r *http.Request, err error) {

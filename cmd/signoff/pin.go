@@ -92,3 +92,22 @@ func writeLocalPin(cfg *config, k *signing.Key, log interface{ Info(string, ...a
 		"remote clients", "SIGNOFF_GATEWAY_KEY="+k.Npub()+" or that npub in "+defaultPinPath())
 	return nil
 }
+
+// warnOpenRedis says so when the store is reached over the network with no
+// password: anyone who can reach it could write a request's fields (the
+// gateway then reads them as undecided, but can be made to lose requests).
+func warnOpenRedis(raw string, log interface{ Warn(string, ...any) }) {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return
+	}
+	if _, has := u.User.Password(); has {
+		return
+	}
+	host := u.Hostname()
+	if ip := net.ParseIP(host); host == "localhost" || (ip != nil && ip.IsLoopback()) || host == "" {
+		return
+	}
+	log.Warn("Redis is reached over the network without a password: require auth (requirepass or an ACL user) " +
+		"and keep it out of the agent's reach; see the README")
+}

@@ -72,6 +72,7 @@ func serve(ctx context.Context, a *app, args []string) int {
 		defer rdb.Close()
 		store = qredis.New(rdb, "signoff")
 		log.Info("store: redis", "url", redactURL(cfg.RedisURL))
+		warnOpenRedis(cfg.RedisURL, log)
 	}
 	pctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	err = store.Ping(pctx)

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"net"
 	"os/exec"
 	"strings"
@@ -78,5 +79,25 @@ func TestRedisStatusWriteDoesNotApprove(t *testing.T) {
 		}
 	case <-time.After(25 * time.Second):
 		t.Fatal("signoff request still waiting 25s after the forged status; want a denial")
+	}
+}
+
+func TestServeWarnsOfRedisWithoutPassword(t *testing.T) {
+	for _, tc := range []struct {
+		url  string
+		warn bool
+	}{
+		{"redis://10.0.0.5:6379/0", true},
+		{"redis://redis.internal:6379/0", true},
+		{"redis://:s3cret@10.0.0.5:6379/0", false},
+		{"redis://user:s3cret@redis.internal:6379/0", false},
+		{"redis://127.0.0.1:6379/0", false},
+		{"redis://localhost:6379/0", false},
+	} {
+		var b syncBuffer
+		warnOpenRedis(tc.url, slog.New(slog.NewTextHandler(&b, nil)))
+		if got := strings.Contains(b.String(), "without a password"); got != tc.warn {
+			t.Errorf("%s: warned %v, want %v", tc.url, got, tc.warn)
+		}
 	}
 }

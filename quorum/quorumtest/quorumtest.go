@@ -339,6 +339,13 @@ var Scenarios = []Scenario{
 		Want:    Want{bot.Approved, []string{"alice"}},
 	},
 	{
+		// NIP-25 clients send "+" as a plain like (issue 9, attack 8).
+		Name:    "a + reaction is a like: recorded, ignored",
+		Persona: Persona(0, 1),
+		Ballots: []Ballot{vote(Alice, bot.ParseChoice("+"), ignored), vote(Alice, bot.ParseChoice("✅"), counted)},
+		Want:    Want{bot.Approved, []string{"alice"}},
+	},
+	{
 		Name:    "duplicate delivery",
 		Persona: Persona(2, 1),
 		Ballots: []Ballot{
