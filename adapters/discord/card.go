@@ -45,7 +45,7 @@ func parseCustomID(s string) (c bot.Choice, requestID string, ok bool) {
 		return "", "", false
 	}
 	switch bot.Choice(choice) {
-	case bot.Approve, bot.Deny:
+	case bot.Approve, bot.Deny, bot.Always:
 		return bot.Choice(choice), id, true
 	}
 	return "", "", false
@@ -74,17 +74,32 @@ func noMentions() *discordgo.MessageAllowedMentions {
 
 // requestMessage is the card a person sees while the request is pending.
 func requestMessage(r *bot.Request) *discordgo.MessageSend {
+	buttons := []discordgo.MessageComponent{
+		discordgo.Button{Label: "Approve", Style: discordgo.SuccessButton, CustomID: customID(bot.Approve, r.ID), Emoji: &discordgo.ComponentEmoji{Name: emojiApprove}},
+		discordgo.Button{Label: "Deny", Style: discordgo.DangerButton, CustomID: customID(bot.Deny, r.ID), Emoji: &discordgo.ComponentEmoji{Name: emojiDeny}},
+	}
+	e := embed(r)
+	if g := r.GrantScope; g != nil {
+		// The third answer, with exactly what it grants shown before anyone clicks.
+		buttons = append(buttons, discordgo.Button{Label: "Always", Style: discordgo.SecondaryButton, CustomID: customID(bot.Always, r.ID), Emoji: &discordgo.ComponentEmoji{Name: "♾️"}})
+		e.Fields = append(e.Fields, &discordgo.MessageEmbedField{Name: "♾️ Always", Value: clip(escapeMarkdown(AlwaysText(g)), maxFieldValue)})
+	}
 	return &discordgo.MessageSend{
-		Content: content(r, bot.HowToAnswer),
-		Embeds:  []*discordgo.MessageEmbed{embed(r)},
-		Components: []discordgo.MessageComponent{
-			discordgo.ActionsRow{Components: []discordgo.MessageComponent{
-				discordgo.Button{Label: "Approve", Style: discordgo.SuccessButton, CustomID: customID(bot.Approve, r.ID), Emoji: &discordgo.ComponentEmoji{Name: emojiApprove}},
-				discordgo.Button{Label: "Deny", Style: discordgo.DangerButton, CustomID: customID(bot.Deny, r.ID), Emoji: &discordgo.ComponentEmoji{Name: emojiDeny}},
-			}},
-		},
+		Content:         content(r, bot.HowToAnswer),
+		Embeds:          []*discordgo.MessageEmbed{e},
+		Components:      []discordgo.MessageComponent{discordgo.ActionsRow{Components: buttons}},
 		AllowedMentions: noMentions(),
 	}
+}
+
+// AlwaysText says what the Always button grants and for how long.
+func AlwaysText(g *bot.GrantScope) string {
+	ttl := g.TTL
+	if ttl <= 0 {
+		ttl = bot.DefaultGrantTTL
+	}
+	return "approves, and does not ask again for " + g.Text() + ", for " + ttl.String() +
+		" after approval — only when the owner, or approvalQuorum members, all answer Always; otherwise it approves once"
 }
 
 // decidedEdit turns the card into the record of its outcome: the outcome

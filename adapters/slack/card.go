@@ -15,6 +15,7 @@ import (
 const (
 	actionApprove = "signoff_approve"
 	actionDeny    = "signoff_deny"
+	actionAlways  = "signoff_always"
 	blockPrefix   = "signoff:"
 )
 
@@ -40,13 +41,34 @@ func requestCard(r *bot.Request) []slackapi.Block {
 	deny := slackapi.NewButtonBlockElement(actionDeny, r.ID,
 		slackapi.NewTextBlockObject(slackapi.PlainTextType, "❌ Deny", true, false))
 	deny.Style = slackapi.StyleDanger
-	return []slackapi.Block{
+	buttons := []slackapi.BlockElement{approve, deny}
+	blocks := []slackapi.Block{
 		slackapi.NewHeaderBlock(slackapi.NewTextBlockObject(slackapi.PlainTextType, "⛔ Approval needed", true, false)),
 		details(r, true),
-		slackapi.NewActionBlock(blockPrefix+r.ID, approve, deny),
+	}
+	if g := r.GrantScope; g != nil {
+		// The third answer, with exactly what it grants shown before anyone
+		// clicks (plain text: the scope holds agent text).
+		buttons = append(buttons, slackapi.NewButtonBlockElement(actionAlways, r.ID,
+			slackapi.NewTextBlockObject(slackapi.PlainTextType, "♾️ Always", true, false)))
+		blocks = append(blocks, slackapi.NewContextBlock("signoff_always",
+			slackapi.NewTextBlockObject(slackapi.PlainTextType, clip("♾️ Always "+alwaysText(g), maxReasonRunes), false, false)))
+	}
+	return append(blocks,
+		slackapi.NewActionBlock(blockPrefix+r.ID, buttons...),
 		slackapi.NewContextBlock("signoff_how",
 			slackapi.NewTextBlockObject(slackapi.PlainTextType, bot.HowToAnswer+" · request "+r.ID, false, false)),
+	)
+}
+
+// alwaysText says what the Always button grants and for how long.
+func alwaysText(g *bot.GrantScope) string {
+	ttl := g.TTL
+	if ttl <= 0 {
+		ttl = bot.DefaultGrantTTL
 	}
+	return "approves, and does not ask again for " + g.Text() + ", for " + ttl.String() +
+		" after approval — only when the owner, or approvalQuorum members, all answer Always; otherwise it approves once"
 }
 
 // decidedCard replaces the card when r is decided: the outcome (who and

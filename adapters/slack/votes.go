@@ -157,6 +157,8 @@ func (a *Adapter) onInteraction(ctx context.Context, raw []byte, evidence json.R
 		switch act.ActionID {
 		case actionApprove:
 			choice = bot.Approve
+		case actionAlways:
+			choice = bot.Always
 		case actionDeny:
 			choice = bot.Deny
 		default:
