@@ -138,12 +138,6 @@ func (w *waiter) exit(t *testing.T, within time.Duration) int {
 // and are answered; the decision's side effects (its audit record)
 // happen once, from another replica.
 func TestReplicaKilledHoldingWaitersRightAfterDeciding(t *testing.T) {
-	if !outboxLanded {
-		t.Skip("needs the decision outbox (issue 14: the Lua step that decides appends to a Redis stream that live replicas deliver and claim). " +
-			"Without it the decision's audit record (and its receipt seal) is written by a goroutine of the replica that decided, so a SIGKILL right " +
-			"after deciding loses it: seen with the audit chain in Redis (bde46e5) — the killed replica's request is approved with 0 decision records " +
-			"in `signoff audit export`. Unskip (outboxLanded) when the outbox is on main")
-	}
 	rd := startRedis(t, true)
 	f := newFleet(t, rd.url())
 	a, b, c := f.start(), f.start(), f.start()
@@ -196,7 +190,3 @@ func TestReplicaKilledHoldingWaitersRightAfterDeciding(t *testing.T) {
 	}
 	f.checkAudit(t, reqs)
 }
-
-// outboxLanded says whether main has the decision outbox that makes a
-// decision's side effects survive the replica that decided.
-var outboxLanded = false
