@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"os/user"
 
 	"github.com/signoff/signoff/signing"
 )
@@ -33,6 +34,7 @@ func keygen(ctx context.Context, a *app, args []string) int {
 		return a.failf("%v (a key is never overwritten; choose another path with --out)", err)
 	}
 	fmt.Fprintf(a.stderr, "wrote your secret key to %s (mode 0600; keep it secret)\n", path)
+	fmt.Fprintf(a.stderr, "warning: %s\n", custodyWarning())
 	fmt.Fprintf(a.stderr, "put this in a persona file to make yourself an owner or member:\n\n  owner:\n    name: you\n    nostr: %s\n\n", k.Npub())
 	fmt.Fprintln(a.stdout, k.Npub())
 	return 0
@@ -58,4 +60,16 @@ func showKey(a *app, path string) int {
 	fmt.Fprintf(a.stderr, "your key is %s\n", path)
 	fmt.Fprintln(a.stdout, k.Npub())
 	return 0
+}
+
+// custodyWarning says who can read the key: every process of this OS user,
+// an AI agent running as it included, could sign as the person.
+func custodyWarning() string {
+	name := "this user"
+	if u, err := user.Current(); err == nil {
+		name = "user " + u.Username
+	}
+	return "every process running as " + name + " can read this key — an AI agent running as " + name +
+		" could approve its own requests with it. Run agents as another user, or keep this key on another machine " +
+		"(see the README, \"The trust boundary\")"
 }

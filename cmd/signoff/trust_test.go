@@ -262,3 +262,12 @@ func TestDisguisedActionIsShownEscaped(t *testing.T) {
 		t.Errorf("approve shows the action before the risk, or the blank lines:\n%s", errs)
 	}
 }
+
+// TestKeygenWarnsTheAgentCanReadTheKey: keygen on the machine where the
+// agent runs must say that the agent's user can read the new key.
+func TestKeygenWarnsTheAgentCanReadTheKey(t *testing.T) {
+	code, _, errs := cli("keygen", "--out", filepath.Join(t.TempDir(), "key"))
+	if code != 0 || !strings.Contains(errs, "an AI agent running as") {
+		t.Fatalf("keygen = %d, stderr %q: want the custody warning", code, errs)
+	}
+}
