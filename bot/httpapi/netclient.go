@@ -27,7 +27,7 @@ func (c *Client) FileNetRequest(ctx context.Context, b NetRequestBody) (*netpoli
 // FileDraft records a refused destination (POST /v1/network/drafts); nil
 // when the policy allows it.
 func (c *Client) FileDraft(ctx context.Context, persona string, d netpolicy.Dest) (*netpolicy.Draft, error) {
-	body, err := json.Marshal(NetRequestBody{Persona: persona, Host: d.Host, Port: d.Port, Program: d.Program, Method: d.Method, Path: d.Path})
+	body, err := json.Marshal(NetRequestBody{Persona: persona, Host: d.Host, Port: d.Port, Program: d.Program, Method: d.Method, Path: d.Path, Extension: d.Extension})
 	if err != nil {
 		return nil, err
 	}

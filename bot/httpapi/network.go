@@ -35,10 +35,12 @@ type NetRequestBody struct {
 	Method  string `json:"method,omitempty"`
 	Path    string `json:"path,omitempty"`
 	Reason  string `json:"reason,omitempty"`
+	// Extension: the extension whose token the proxy's client carried.
+	Extension string `json:"extension,omitempty"`
 }
 
 func (b NetRequestBody) dest() netpolicy.Dest {
-	return netpolicy.Dest{Host: b.Host, Port: b.Port, Program: b.Program, Method: b.Method, Path: b.Path}
+	return netpolicy.Dest{Host: b.Host, Port: b.Port, Program: b.Program, Method: b.Method, Path: b.Path, Extension: b.Extension}
 }
 
 // NetAnswerBody is POST /v1/network/requests/{id}/approve and /deny: the

@@ -54,6 +54,9 @@ type Dest struct {
 	// asks for every method (and every path) on the host and port.
 	Method string `json:"method,omitempty"`
 	Path   string `json:"path,omitempty"`
+	// Extension names the extension whose token the client carried at
+	// the proxy (a label for the person; it opens nothing by itself).
+	Extension string `json:"extension,omitempty"`
 }
 
 // Revision is one numbered state of the policy: what it is, what changed,
@@ -84,6 +87,9 @@ func (d *Dest) Normalize() error {
 	}
 	if len(d.Program) > 4096 || !shownAsIs(d.Program) {
 		return fmt.Errorf("program must be a path of at most 4096 bytes of printable characters")
+	}
+	if len(d.Extension) > 64 || !shownAsIs(d.Extension) {
+		return fmt.Errorf("extension must be a name of at most 64 printable characters")
 	}
 	if d.Method != "" {
 		m, err := normalizeMethod(d.Method)

@@ -361,6 +361,9 @@ func DraftReason(d Dest) string {
 	case d.Port != 443:
 		what = "a tunnel"
 	}
+	if d.Extension != "" {
+		who += fmt.Sprintf(" (extension %q)", d.Extension)
+	}
 	return fmt.Sprintf("Allow %s to connect to %s (%s)", who, JoinHostPort(d.Host, d.Port), strings.TrimSpace(what))
 }
 

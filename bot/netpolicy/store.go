@@ -23,7 +23,11 @@ type Draft struct {
 
 // Key is what makes two refusals the same draft.
 func (d Draft) Key() string {
-	return d.Persona + "|" + JoinHostPort(d.Dest.Host, d.Dest.Port) + "|" + d.Dest.Program
+	k := d.Persona + "|" + JoinHostPort(d.Dest.Host, d.Dest.Port) + "|" + d.Dest.Program
+	if d.Dest.Extension != "" {
+		k += "|ext:" + d.Dest.Extension
+	}
+	return k
 }
 
 // Record is what the store keeps of a network request beside the gateway

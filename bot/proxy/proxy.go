@@ -47,6 +47,14 @@ type Proxy struct {
 	MaxConns    int           // clients served at once (default 512)
 	PollWait    time.Duration // long-poll length (default 30s)
 
+	// CheckToken looks up the token a client sends as proxy credentials
+	// (Proxy-Authorization); its declared doors are opened for that
+	// client only. Nil: a client with credentials gets 407.
+	CheckToken TokenCheck
+	TokenTTL   time.Duration // a token's record is re-checked after this (default DefaultTokenTTL)
+
+	tokens tokenCache
+
 	rev    atomic.Pointer[netpolicy.Revision]
 	self   atomic.Pointer[netip.AddrPort]
 	loaded chan struct{}
@@ -215,9 +223,13 @@ func (p *Proxy) connect(w http.ResponseWriter, r *http.Request) {
 	if rev == nil {
 		return
 	}
+	pol, who, ok := p.policyFor(w, r, rev)
+	if !ok {
+		return
+	}
 	program := p.program(r)
-	if _, ok := rev.Policy.AllowsTunnel(host, port, program); !ok {
-		p.refuse(w, r, rev, netpolicy.Dest{Host: host, Port: port, Program: program})
+	if _, ok := pol.AllowsTunnel(host, port, program); !ok {
+		p.refuse(w, r, rev, netpolicy.Dest{Host: host, Port: port, Program: program}, who)
 		return
 	}
 	up, err := p.dial(r.Context(), host, port)
@@ -336,9 +348,13 @@ func (p *Proxy) forward(w http.ResponseWriter, r *http.Request) {
 	if rev == nil {
 		return
 	}
+	pol, who, ok := p.policyFor(w, r, rev)
+	if !ok {
+		return
+	}
 	program := p.program(r)
-	if _, ok := rev.Policy.AllowsCall(host, port, program, r.Method, wire); !ok {
-		p.refuse(w, r, rev, netpolicy.Dest{Host: host, Port: port, Program: program, Method: r.Method, Path: cleanPath(wire)})
+	if _, ok := pol.AllowsCall(host, port, program, r.Method, wire); !ok {
+		p.refuse(w, r, rev, netpolicy.Dest{Host: host, Port: port, Program: program, Method: r.Method, Path: cleanPath(wire)}, who)
 		return
 	}
 	rp := &httputil.ReverseProxy{
@@ -396,7 +412,8 @@ func cleanPath(p string) string {
 }
 
 // refuse answers 403, naming the draft it filed and how to ask.
-func (p *Proxy) refuse(w http.ResponseWriter, r *http.Request, rev *netpolicy.Revision, d netpolicy.Dest) {
+// who is the extension the client's token belongs to ("" without one).
+func (p *Proxy) refuse(w http.ResponseWriter, r *http.Request, rev *netpolicy.Revision, d netpolicy.Dest, who string) {
 	dest := netpolicy.JoinHostPort(d.Host, d.Port)
 	what := dest
 	if d.Method != "" {
@@ -406,6 +423,7 @@ func (p *Proxy) refuse(w http.ResponseWriter, r *http.Request, rev *netpolicy.Re
 	fmt.Fprintf(&b, "signoff proxy: %s is not allowed by network policy revision %d.\n", what, rev.N)
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(r.Context()), 3*time.Second)
 	defer cancel()
+	d.Extension = who
 	draft, err := p.Source.FileDraft(ctx, p.Persona, d)
 	switch {
 	case err != nil:
@@ -420,7 +438,7 @@ func (p *Proxy) refuse(w http.ResponseWriter, r *http.Request, rev *netpolicy.Re
 		ask += " --method " + d.Method + " --path '" + d.Path + "'"
 	}
 	fmt.Fprintf(&b, "To ask a person for it: %s --reason 'why the agent needs it' --wait\n", ask)
-	p.log().Info("refused", "dest", dest, "method", d.Method, "path", d.Path, "program", d.Program, "revision", rev.N)
+	p.log().Info("refused", "dest", dest, "method", d.Method, "path", d.Path, "program", d.Program, "extension", who, "revision", rev.N)
 	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 	w.Header().Set("X-Content-Type-Options", "nosniff")
 	w.WriteHeader(http.StatusForbidden)

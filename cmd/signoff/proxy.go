@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/signoff/signoff/bot/proxy"
+	"github.com/signoff/signoff/bot/tokens"
 )
 
 func init() { commands["proxy"] = proxyCmd }
@@ -40,6 +41,13 @@ func proxyCmd(ctx context.Context, a *app, args []string) int {
 		return a.failf("cannot listen on %s: %v", *listen, err)
 	}
 	p := &proxy.Proxy{Source: cfg.client(), Persona: *persona, Logger: log, MaxConns: *maxConns}
+	// An extension's token sent as proxy credentials opens its declared
+	// doors: checked with the gateway under that token.
+	p.CheckToken = func(ctx context.Context, tok string) (*tokens.Token, error) {
+		c := cfg.client()
+		c.Token = tok
+		return c.SelfToken(ctx)
+	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	var wg sync.WaitGroup
