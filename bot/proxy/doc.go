@@ -14,11 +14,10 @@
 // client from /proc/net/tcp and /proc/*/fd on Linux.
 //
 // It learns the policy from a Source (the gateway's API, long-polled so a
-// new revision applies the moment it is published) and imports only bot
-// and bot/netpolicy. A client may carry an extension's token as proxy
+// new revision applies the moment it is published) and imports only bot,
+// bot/netpolicy and bot/tokens (for the token format). A client may carry an extension's token as proxy
 // credentials (Proxy-Authorization, e.g. HTTPS_PROXY=http://ext:sgn_…@host:port):
 // the token is checked with the gateway (CheckToken, re-checked after
 // TokenTTL) and its declared doors are added, for that client only, to the
-// revision in force; a bad, revoked or expired token gets 407 (bot/tokens
-// is imported for the token format).
+// revision in force; a bad, revoked or expired token gets 407.
 package proxy
