@@ -393,7 +393,9 @@ func (a *Adapter) filters() (fs gonostr.Filters, ok bool) {
 	}
 	since := gonostr.Timestamp(oldest.Add(-a.cfg.SinceMargin).Unix())
 	for chunk := range slices.Chunk(ids, maxIDsPerFilter) {
-		fs = append(fs, gonostr.Filter{Kinds: []int{gonostr.KindReaction}, Tags: gonostr.TagMap{"e": chunk}, Since: &since})
+		// Reactions, and replies that tag the event (a reply naming another
+		// event in the same thread is told apart in handleReply).
+		fs = append(fs, gonostr.Filter{Kinds: []int{gonostr.KindReaction, gonostr.KindTextNote}, Tags: gonostr.TagMap{"e": chunk}, Since: &since})
 	}
 	return fs, true
 }
@@ -493,10 +495,15 @@ func (a *Adapter) session(ctx context.Context, rl *relayLoop) (connected bool, e
 // casts it as a ballot.
 func (a *Adapter) handle(ctx context.Context, relay string, raw json.RawMessage) {
 	var peek struct {
-		ID string `json:"id"`
+		ID   string `json:"id"`
+		Kind int    `json:"kind"`
 	}
 	if json.Unmarshal(raw, &peek) == nil && peek.ID != "" && a.wasSeen(peek.ID) {
 		a.log.Debug("nostr: duplicate reaction skipped", "relay", relay, "event", peek.ID)
+		return
+	}
+	if peek.Kind == gonostr.KindTextNote {
+		a.handleReply(ctx, relay, raw, peek.ID)
 		return
 	}
 	re, err := signing.ParseReaction(raw, a.cfg.Now())
@@ -517,21 +524,27 @@ func (a *Adapter) handle(ctx context.Context, relay string, raw json.RawMessage)
 		b.RequestID = rid
 	}
 	a.mu.Unlock()
+	a.cast(ctx, relay, "reaction", b, re.Event.ID, re.Event.PubKey)
+}
+
+// cast hands a verified ballot to the sink; a store error unclaims the
+// event so that a relay delivering it again retries.
+func (a *Adapter) cast(ctx context.Context, relay, what string, b bot.Ballot, eventID, voter string) {
 	vctx, cancel := context.WithTimeout(ctx, a.cfg.VoteTimeout)
 	out, err := a.sink.CastVote(vctx, b)
 	cancel()
 	if err != nil {
 		switch bot.ErrorCode(err) {
 		case bot.ENotFound, bot.EInvalid, bot.EConflict:
-			a.log.Info("nostr: reaction not counted", "relay", relay, "event", re.Event.ID, "err", err)
+			a.log.Info("nostr: "+what+" not counted", "relay", relay, "event", eventID, "err", err)
 		default: // the store may be back when a relay delivers it again
-			a.unclaim(re.Event.ID)
-			a.log.Warn("nostr: cast vote", "relay", relay, "event", re.Event.ID, "err", err)
+			a.unclaim(eventID)
+			a.log.Warn("nostr: cast vote", "relay", relay, "event", eventID, "err", err)
 		}
 		return
 	}
-	a.log.Info("nostr: reaction", "relay", relay, "event", re.Event.ID, "request", out.RequestID,
-		"voter", re.Event.PubKey, "vote", b.Choice, "result", out.Result, "reason", out.Reason, "status", out.Status)
+	a.log.Info("nostr: "+what, "relay", relay, "event", eventID, "request", out.RequestID,
+		"voter", voter, "vote", b.Choice, "result", out.Result, "reason", out.Reason, "status", out.Status)
 	if out.Status.Final() {
 		a.unwatch(out.RequestID)
 	}

@@ -34,8 +34,8 @@ func TestFiltersChunkIDsAndReachBackToOldestRequest(t *testing.T) {
 	oldest := now.Add(-599*time.Second - time.Minute).Unix()
 	for _, f := range fs {
 		got = append(got, f.Tags["e"]...)
-		if f.Since == nil || int64(*f.Since) != oldest || !slices.Equal(f.Kinds, []int{7}) {
-			t.Errorf("filter since %v kinds %v, want since %d (oldest request minus margin), kind 7", f.Since, f.Kinds, oldest)
+		if f.Since == nil || int64(*f.Since) != oldest || !slices.Equal(f.Kinds, []int{7, 1}) {
+			t.Errorf("filter since %v kinds %v, want since %d (oldest request minus margin), kinds 7 and 1", f.Since, f.Kinds, oldest)
 		}
 	}
 	slices.Sort(got)
