@@ -58,8 +58,10 @@ func escape(s string, keepNewlines bool) string {
 }
 
 // hidden reports a character that would act on a display rather than be
-// seen: controls, bidi controls and format characters (Cf), separators.
+// seen: controls, bidi controls and format characters (Cf), separators;
+// and anything else not graphic (private use, unassigned code points,
+// which a later Unicode or a terminal may give a meaning).
 func hidden(c rune) bool {
 	return unicode.IsControl(c) || unicode.Is(unicode.Bidi_Control, c) || unicode.Is(unicode.Cf, c) ||
-		c == '\u2028' || c == '\u2029'
+		c == '\u2028' || c == '\u2029' || !unicode.IsGraphic(c)
 }

@@ -23,6 +23,7 @@ func TestEscapeShowsEverything(t *testing.T) {
 		{"one\ntwo\r\tthree", `one\ntwo\x0d\tthree`},
 		{"plain ✅ é 中文", "plain ✅ é 中文"},
 		{"bad\xffutf8", "bad\uFFFDutf8"},
+		{"pua\ue000 unassigned\U000e0080", `pua\ue000 unassigned\ue0080`},
 	} {
 		if got := bot.Escape(tc.in); got != tc.want {
 			t.Errorf("Escape(%q) = %q, want %q", tc.in, got, tc.want)

@@ -6,10 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"strconv"
 	"strings"
 	"time"
-	"unicode"
 
 	"github.com/signoff/signoff/bot"
 	"github.com/signoff/signoff/bot/httpapi"
@@ -477,16 +475,6 @@ func takesValue(flag string) bool {
 }
 
 // printable shows agent-written text in a terminal as text: control
-// characters, escape sequences and bidi overrides are written as \u escapes.
-func printable(s string) string {
-	var b strings.Builder
-	for _, r := range s {
-		if r == '\n' || r == '\t' || unicode.IsGraphic(r) && !unicode.Is(unicode.Bidi_Control, r) {
-			b.WriteRune(r)
-			continue
-		}
-		q := strconv.QuoteRune(r)
-		b.WriteString(q[1 : len(q)-1])
-	}
-	return b.String()
-}
+// characters, escape sequences, bidi overrides and anything not graphic are
+// written as visible escapes (the shared bot.EscapeLines; a tab shows as \t).
+func printable(s string) string { return bot.EscapeLines(s) }
