@@ -7,7 +7,6 @@ import (
 	"strings"
 	"sync"
 	"time"
-	"unicode"
 
 	"github.com/signoff/signoff/bot"
 )
@@ -186,22 +185,18 @@ func Votes(r *bot.Request) string {
 	return s
 }
 
-// Clean makes outside text safe for one terminal line: control characters
-// (escape sequences, newlines, carriage returns) become U+FFFD, so a voter's
-// reason cannot move the cursor or forge a line, and it is cut at 200 runes.
+// Clean makes outside text safe for one terminal line: it is the shared
+// bot.Escape (control characters, bidirectional overrides, invisible format
+// characters and newlines written as \x1b, \u202e, \n …), so a voter's
+// reason cannot move the cursor, forge a line or hide text; it is cut at
+// 200 runes (before escaping, so an escape is never cut in half).
 func Clean(s string) string {
-	var b strings.Builder
 	n := 0
-	for _, c := range strings.ToValidUTF8(s, "\uFFFD") {
+	for i := range s {
 		if n == 200 {
-			b.WriteString("…")
-			break
+			return bot.Escape(s[:i]) + "…"
 		}
-		if unicode.IsControl(c) || c == '\u2028' || c == '\u2029' || unicode.Is(unicode.Bidi_Control, c) {
-			c = '\uFFFD'
-		}
-		b.WriteRune(c)
 		n++
 	}
-	return b.String()
+	return bot.Escape(s)
 }

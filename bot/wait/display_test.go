@@ -85,3 +85,24 @@ func TestElectorate(t *testing.T) {
 		})
 	}
 }
+
+// TestInvisibleCharactersInANameAreShown: a zero-width space or a
+// right-to-left override in a voter's name is written out (\u200b,
+// \u202e), not passed to the terminal where it would hide or reorder text.
+func TestInvisibleCharactersInANameAreShown(t *testing.T) {
+	votes := []bot.Vote{{Name: "bob\u200b\u202e", Choice: bot.Approve, Result: bot.Counted}}
+	got := wait.Votes(&bot.Request{Votes: votes})
+	if strings.ContainsAny(got, "\u200b\u202e") || !strings.Contains(got, `\u200b`) || !strings.Contains(got, `\u202e`) {
+		t.Errorf("invisible characters not shown: %q", got)
+	}
+}
+
+func TestCleanCutsAt200Runes(t *testing.T) {
+	got := wait.Clean(strings.Repeat("é", 250))
+	if got != strings.Repeat("é", 200)+"…" {
+		t.Errorf("Clean of 250 runes = %d runes", len([]rune(got)))
+	}
+	if got := wait.Clean(strings.Repeat("\x1b", 300)); !strings.HasPrefix(got, `\x1b`) || !strings.HasSuffix(got, `\x1b…`) {
+		t.Errorf("Clean cut an escape: %q", got[len(got)-12:])
+	}
+}
