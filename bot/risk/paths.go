@@ -39,7 +39,7 @@ func compilePaths(ps []string, where string) ([]pathPattern, error) {
 		}
 		g := make([]bool, len(pp.comps))
 		for i, c := range pp.comps {
-			g[i] = strings.ContainsAny(c, "*?[\\")
+			g[i] = hasGlobEsc(c)
 		}
 		out = append(out, pathPattern{pp.anchor, pp.comps, g})
 	}
@@ -154,8 +154,8 @@ func compMatch(pc, c string) bool {
 	if pc == c {
 		return true
 	}
-	patGlob := strings.ContainsAny(pc, "*?[\\")
-	if !patGlob && !strings.ContainsAny(c, "*?[") {
+	patGlob := hasGlobEsc(pc)
+	if !patGlob && !hasGlob(c) {
 		return false // two plain names, and they differ
 	}
 	if patGlob {
@@ -163,7 +163,7 @@ func compMatch(pc, c string) bool {
 			return true
 		}
 	}
-	if strings.ContainsAny(c, "*?[") && !strings.ContainsAny(pc, "*?[") {
+	if hasGlob(c) && !hasGlob(pc) {
 		if strings.HasPrefix(pc, ".") && !strings.HasPrefix(c, ".") {
 			return false
 		}
@@ -202,7 +202,7 @@ func (r *Rules) sensitive(text string) bool {
 	if text == "" || text == unknownMark {
 		return false
 	}
-	glob := strings.ContainsAny(text, "*?[")
+	glob := hasGlob(text)
 	if !glob {
 		// Fast path: a path without wildcards names a secret only if it
 		// holds some pattern's literal fragment; only those patterns are
@@ -247,7 +247,7 @@ func (r *Rules) sensitive(text string) bool {
 // be paths: the value after '=' (--file=x, if=x), after a leading '@'
 // (curl -d @x) and after a host ':' (scp host:x).
 func (r *Rules) sensitiveArg(t string) (string, bool) {
-	if !strings.ContainsAny(t, "*?[") {
+	if !hasGlob(t) {
 		// every part tried below is a substring of t: no literal in t,
 		// no secret in any part
 		var cand [16]int
@@ -395,4 +395,27 @@ func (x *fragIndex) candidates(text string, buf []int) (int, bool) {
 		}
 	}
 	return n, true
+}
+
+// hasGlob reports whether s holds *, ? or [ — strings.ContainsAny(s,
+// "*?[") in one pass (ContainsAny scans short strings once per character).
+func hasGlob(s string) bool {
+	for i := 0; i < len(s); i++ {
+		switch s[i] {
+		case '*', '?', '[':
+			return true
+		}
+	}
+	return false
+}
+
+// hasGlobEsc is hasGlob that also counts a backslash.
+func hasGlobEsc(s string) bool {
+	for i := 0; i < len(s); i++ {
+		switch s[i] {
+		case '*', '?', '[', '\\':
+			return true
+		}
+	}
+	return false
 }

@@ -504,21 +504,21 @@ func globAny(patterns []string, s string) bool {
 // globMatch is wildMatch with the common shapes done directly: LIT,
 // *LIT, LIT*, *LIT* (LIT without wildcards).
 func globMatch(p, s string) bool {
-	if !strings.ContainsAny(p, "*?[\\") {
+	if !hasGlobEsc(p) {
 		return p == s
 	}
 	if len(p) >= 2 && p[0] == '*' {
 		mid := p[1:]
 		if mid[len(mid)-1] == '*' {
-			if lit := mid[:len(mid)-1]; !strings.ContainsAny(lit, "*?[\\") {
+			if lit := mid[:len(mid)-1]; !hasGlobEsc(lit) {
 				return strings.Contains(s, lit)
 			}
-		} else if !strings.ContainsAny(mid, "*?[\\") {
+		} else if !hasGlobEsc(mid) {
 			return strings.HasSuffix(s, mid)
 		}
 	}
 	if p[len(p)-1] == '*' {
-		if lit := p[:len(p)-1]; !strings.ContainsAny(lit, "*?[\\") {
+		if lit := p[:len(p)-1]; !hasGlobEsc(lit) {
 			return strings.HasPrefix(s, lit)
 		}
 	}

@@ -542,7 +542,7 @@ func (r *Rules) compile() error {
 	}
 	r.fragGate = newFragIndex(r.sensFrags)
 	for _, p := range r.sensPaths {
-		if p.anchor == anchorNone && len(p.comps) == 1 && !strings.ContainsAny(p.comps[0], "*?[") {
+		if p.anchor == anchorNone && len(p.comps) == 1 && !hasGlob(p.comps[0]) {
 			r.sensWords = append(r.sensWords, p.comps[0])
 		}
 	}
@@ -553,7 +553,7 @@ func (r *Rules) compile() error {
 	r.envBad = map[string]bool{}
 	r.envGlobs = nil
 	for _, v := range r.Env.Dangerous {
-		if strings.ContainsAny(v, "*?[") {
+		if hasGlob(v) {
 			r.envGlobs = append(r.envGlobs, v)
 			continue
 		}
@@ -567,7 +567,7 @@ func (r *Rules) compile() error {
 		if t == nil {
 			return fmt.Errorf("tools.%s: empty rule", n)
 		}
-		if strings.ContainsAny(n, "*?[") {
+		if hasGlob(n) {
 			if _, err := path.Match(n, ""); err != nil {
 				return fmt.Errorf("tools.%s: bad pattern: %v", n, err)
 			}

@@ -647,7 +647,7 @@ func (w *walker) command(args []word, stdin in, cx ctx) {
 		prog = path.Base(prog)
 	}
 	for _, a := range args[1:] {
-		if !isOption(a.text) || strings.ContainsAny(a.text, "=/~") {
+		if !isOption(a.text) || hasEqSlashTilde(a.text) {
 			w.read(a)
 		}
 	}
@@ -1316,4 +1316,15 @@ func (w *walker) find(args []word, cx ctx) {
 			}
 		}
 	}
+}
+
+// hasEqSlashTilde is strings.ContainsAny(s, "=/~") in one pass.
+func hasEqSlashTilde(s string) bool {
+	for i := 0; i < len(s); i++ {
+		switch s[i] {
+		case '=', '/', '~':
+			return true
+		}
+	}
+	return false
 }
