@@ -181,3 +181,27 @@ func (p *Proxy) policyFor(w http.ResponseWriter, r *http.Request, rev *netpolicy
 	}
 	return rev.Policy.With(h.doors), h.name, true
 }
+
+// watchToken closes a and b once the token r carries is refused by the
+// gateway (revoked, expired), checking every TokenTTL until done.
+func (p *Proxy) watchToken(r *http.Request, done <-chan struct{}, a, b io.Closer) {
+	ttl := p.TokenTTL
+	if ttl <= 0 {
+		ttl = DefaultTokenTTL
+	}
+	tick := time.NewTicker(ttl)
+	defer tick.Stop()
+	for {
+		select {
+		case <-done:
+			return
+		case <-tick.C:
+		}
+		if _, err := p.credentials(r); err != nil && bot.ErrorCode(err) == bot.EUnauthorized {
+			p.log().Info("tunnel closed: its token no longer holds", "dest", clip(r.Host), "err", err)
+			a.Close()
+			b.Close()
+			return
+		}
+	}
+}

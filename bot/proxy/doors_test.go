@@ -331,3 +331,49 @@ func TestCurlCarriesTheExtensionToken(t *testing.T) {
 		t.Fatalf("curl with a bad token: %s %q", code, body)
 	}
 }
+
+func TestTunnelOpenedByADoorEndsWhenTheTokenIsRevoked(t *testing.T) {
+	up, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer up.Close()
+	go func() {
+		for {
+			c, err := up.Accept()
+			if err != nil {
+				return
+			}
+			go func() { io.Copy(c, c); c.Close() }() // echo until the proxy hangs up
+		}
+	}()
+	s := newDoorStack(t, "hosts: []\n")
+	tok := s.mint(t, tokens.Spec{Name: "ext-pkgbot", Ext: "pkgbot", Scopes: []tokens.Scope{tokens.ReadRequests}, Network: []string{up.Addr().String()}})
+	c, err := net.DialTimeout("tcp", s.ln.Addr().String(), 5*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	c.SetDeadline(time.Now().Add(10 * time.Second))
+	auth := base64.StdEncoding.EncodeToString([]byte("ext:" + tok))
+	io.WriteString(c, "CONNECT "+up.Addr().String()+" HTTP/1.1\r\nHost: "+up.Addr().String()+"\r\nProxy-Authorization: Basic "+auth+"\r\n\r\n")
+	br := bufio.NewReader(c)
+	resp, err := http.ReadResponse(br, nil)
+	if err != nil || resp.StatusCode != 200 {
+		t.Fatalf("CONNECT through the door: %v %v", resp, err)
+	}
+	io.WriteString(c, "ping\n")
+	if line, err := br.ReadString('\n'); err != nil || line != "ping\n" {
+		t.Fatalf("echo through the tunnel: %q %v", line, err)
+	}
+	if _, err := s.env.Store.RevokeToken(context.Background(), "ext-pkgbot"); err != nil {
+		t.Fatal(err)
+	}
+	revoked := time.Now()
+	if _, err := br.ReadString('\n'); err == nil {
+		t.Fatal("the tunnel still carries data after the revocation")
+	} else if strings.Contains(err.Error(), "timeout") {
+		t.Fatalf("the tunnel was not closed within 10 s of the revocation: %v", err)
+	}
+	t.Logf("tunnel closed %v after the revocation (TTL 100ms)", time.Since(revoked))
+}

@@ -251,6 +251,12 @@ func (p *Proxy) connect(w http.ResponseWriter, r *http.Request) {
 	}
 	// Bytes the client sent after the CONNECT head (a TLS hello sent
 	// eagerly) are already buffered.
+	// A tunnel only the token's doors let through ends when the token does.
+	if _, byPolicy := rev.Policy.AllowsTunnel(host, port, program); who != "" && !byPolicy {
+		done := make(chan struct{})
+		defer close(done)
+		go p.watchToken(r, done, conn, up)
+	}
 	if n := brw.Reader.Buffered(); n > 0 {
 		b, _ := brw.Reader.Peek(n)
 		if _, err := up.Write(b); err != nil {
