@@ -80,7 +80,7 @@ func isOption(t string) bool {
 // eachOpt calls fn for every option in the option word t. takesArg says
 // whether an option consumes a value; a short option that does ends the
 // cluster (its value is the rest of the word, or the next word).
-func eachOpt(t string, takesArg func(o *opt) bool, exact func(string) bool, fn func(o opt)) (next bool) {
+func eachOpt(t string, takesArg func(o opt) bool, exact func(string) bool, fn func(o opt)) (next bool) {
 	if t[0] == '-' && len(t) > 2 && t[1] != '-' && !isShortCluster(t) && !exact(t) {
 		// letters then an option that takes a value glued to it:
 		// env -S'rm -rf /', env -iS'…'
@@ -90,7 +90,7 @@ func eachOpt(t string, takesArg func(o *opt) bool, exact func(string) bool, fn f
 				break
 			}
 			o := opt{name: shortName(c), short: c}
-			if takesArg(&o) {
+			if takesArg(o) {
 				for j := 1; j < i; j++ {
 					fn(opt{name: shortName(t[j]), short: t[j]})
 				}
@@ -105,7 +105,7 @@ func eachOpt(t string, takesArg func(o *opt) bool, exact func(string) bool, fn f
 		if i := strings.IndexByte(t, '='); i > 0 {
 			o.name, o.value, o.has = t[:i], t[i+1:], true
 		}
-		if !o.has && takesArg(&o) {
+		if !o.has && takesArg(o) {
 			o.next = true
 		}
 		fn(o)
@@ -116,7 +116,7 @@ func eachOpt(t string, takesArg func(o *opt) bool, exact func(string) bool, fn f
 		if i := strings.IndexByte(t, '='); i > 0 {
 			o.name, o.value, o.has = t[:i], t[i+1:], true
 		}
-		if !o.has && takesArg(&o) {
+		if !o.has && takesArg(o) {
 			o.next = true
 		}
 		fn(o)
@@ -125,7 +125,7 @@ func eachOpt(t string, takesArg func(o *opt) bool, exact func(string) bool, fn f
 	for i := 1; i < len(t); i++ {
 		c := t[i]
 		o := opt{name: shortName(c), short: c}
-		if takesArg(&o) {
+		if takesArg(o) {
 			if i+1 < len(t) {
 				o.value, o.has = strings.TrimPrefix(t[i+1:], "="), true
 			} else {
@@ -161,7 +161,7 @@ var shortNames = func() (n [256]string) {
 func shortName(c byte) string { return shortNames[c] }
 
 // takes returns a takesArg function for a set.
-func (s *optSet) takes(o *opt) bool {
+func (s *optSet) takes(o opt) bool {
 	if o.short != 0 {
 		return o.short < 128 && s.short[o.short]
 	}

@@ -154,7 +154,7 @@ func (w *walker) verbs(name string, args []word, cx ctx, confirm bool) {
 			}
 			if confirm {
 				hit := ""
-				eachOpt(t, func(*opt) bool { return false }, g.confirm.hasExact, func(o opt) {
+				eachOpt(t, func(opt) bool { return false }, g.confirm.hasExact, func(o opt) {
 					// exact names only: --skip is not --skip-final-snapshot
 					if hit == "" && (o.short != 0 && g.confirm.has(&o) || o.short == 0 && (g.confirm.hasLong(o.name) || g.confirm.hasExact(o.name))) {
 						hit = o.name
@@ -268,7 +268,7 @@ func (w *walker) apply(name string, p *Program, args []word, cx ctx, full bool) 
 		}
 		return false
 	}
-	takes := func(o *opt) bool {
+	takes := func(o opt) bool {
 		return p.withArg.takes(o) || (p.Writes != nil && p.Writes.set.takes(o))
 	}
 	argRules := func(t string) {
@@ -605,7 +605,7 @@ func isNegNumber(t string) bool {
 func (w *walker) sqlClient(prog string, c *SQLClient, args []word, stdin in, cx ctx) {
 	w.add(bot.Caution, "database client ("+prog+")")
 	exact := func(t string) bool { return c.withArg.hasExact(t) || c.code.hasExact(t) || c.file.hasExact(t) }
-	takes := func(o *opt) bool { return c.withArg.takes(o) || c.code.takes(o) || c.file.takes(o) }
+	takes := func(o opt) bool { return c.withArg.takes(o) || c.code.takes(o) || c.file.takes(o) }
 	var codes []word
 	positional := 0
 	endOpts := false

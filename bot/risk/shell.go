@@ -750,7 +750,7 @@ func (w *walker) wrapper(prog string, wr *Wrapper, args []word, stdin in, cx ctx
 	skip := wr.Skip
 	placeholder := ""
 	exact := func(t string) bool { return wr.withArg.hasExact(t) || wr.code.hasExact(t) || wr.query.hasExact(t) }
-	takes := func(o *opt) bool { return wr.withArg.takes(o) || wr.code.takes(o) }
+	takes := func(o opt) bool { return wr.withArg.takes(o) || wr.code.takes(o) }
 	for i < len(rest) {
 		a := rest[i]
 		if !a.static {
@@ -1049,7 +1049,7 @@ func (w *walker) interpreter(prog string, ip *Interpreter, args []word, stdin in
 	exact := func(t string) bool {
 		return ip.withArg.hasExact(t) || ip.code.hasExact(t) || ip.module.hasExact(t) || ip.file.hasExact(t)
 	}
-	takes := func(o *opt) bool {
+	takes := func(o opt) bool {
 		return ip.withArg.takes(o) || ip.code.takes(o) || ip.module.takes(o) || ip.file.takes(o)
 	}
 	var code, script *word
