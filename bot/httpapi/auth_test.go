@@ -52,6 +52,7 @@ var wantAccess = map[string]string{
 	"POST /v1/network/requests/{id}/deny":    "admin",
 	"GET /v1/network/policy":                 "net:request,admin",
 	"POST /v1/classify":                      "classify",
+	"POST /v1/publish":                       "publish",
 	"GET /v1/tokens/self":                    "request,check,read:requests,classify,net:request,publish,admin",
 
 	"POST /v1/check":         "check",

@@ -79,6 +79,7 @@ func (s *Server) routes() *Mux {
 	s.classifyRoutes(mux)
 	s.networkRoutes(mux)
 	s.checkRoutes(mux)
+	s.publishRoutes(mux)
 	if s.Metrics != nil {
 		mux.Handle("GET /metrics", Public, s.Metrics)
 	}

@@ -1,0 +1,116 @@
+package bot
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"strings"
+	"sync"
+	"time"
+	"unicode/utf8"
+)
+
+// MaxPublishLen caps the text of POST /v1/publish, in characters.
+const MaxPublishLen = 4000
+
+// Publisher is the optional Channel capability of posting a plain message
+// (not a request: no buttons, nothing to vote on). text is already the
+// whole message, escaped and marked as the agent's (PublishText).
+type Publisher interface {
+	Publish(ctx context.Context, persona string, c ChannelConfig, text string) (MessageRef, error)
+}
+
+// PublishResult is where a published message went.
+type PublishResult struct {
+	Posted []MessageRef    `json:"posted"`
+	Failed []PublishFailed `json:"failed"`
+}
+
+// PublishFailed is a channel that did not take the message.
+type PublishFailed struct {
+	Platform Platform `json:"platform"`
+	Channel  string   `json:"channel,omitempty"`
+	Error    string   `json:"error"`
+}
+
+// PublishText is the message as posted: marked as from the agent of
+// persona, with the agent's text escaped so it hides nothing.
+func PublishText(persona, text string) string {
+	return "📣 from agent " + Escape(persona) + ": " + EscapeLines(text)
+}
+
+// Publish posts text as a plain message on every channel of persona whose
+// adapter can (Publisher), and audits it (type publish) with who asked
+// (by, a token name), the text's digest and where it went.
+func (g *Gateway) Publish(ctx context.Context, persona, text, by string) (PublishResult, error) {
+	res := PublishResult{Posted: []MessageRef{}, Failed: []PublishFailed{}}
+	if strings.TrimSpace(text) == "" {
+		return res, Errorf(EInvalid, "text is empty: nothing to publish")
+	}
+	if !utf8.ValidString(text) {
+		return res, Errorf(EInvalid, "text is not valid UTF-8")
+	}
+	if n := utf8.RuneCountInString(text); n > MaxPublishLen {
+		return res, Errorf(EInvalid, "text is %d characters, more than %d", n, MaxPublishLen)
+	}
+	if persona == "" {
+		return res, Errorf(EInvalid, "persona is empty")
+	}
+	p, err := g.Store.Persona(ctx, persona)
+	if err != nil {
+		return res, err
+	}
+	msg := PublishText(p.Name, text)
+	var (
+		mu sync.Mutex
+		wg sync.WaitGroup
+	)
+	for _, c := range p.Channels {
+		fail := func(e string) {
+			mu.Lock()
+			defer mu.Unlock()
+			res.Failed = append(res.Failed, PublishFailed{Platform: c.Platform, Channel: c.Target, Error: e})
+		}
+		if c.Platform == Terminal {
+			continue // nothing to post on: the terminal lists requests only
+		}
+		pub, ok := g.Channels[c.Platform].(Publisher)
+		if !ok {
+			fail("not configured on this gateway, or cannot publish")
+			continue
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			pctx, cancel := context.WithTimeout(ctx, g.postTimeout())
+			defer cancel()
+			ref, err := pub.Publish(pctx, p.Name, c, msg)
+			if err != nil {
+				g.log().Warn("publish", "persona", p.Name, "platform", c.Platform, "err", err)
+				fail(err.Error())
+				return
+			}
+			mu.Lock()
+			res.Posted = append(res.Posted, ref)
+			mu.Unlock()
+		}()
+	}
+	wg.Wait()
+	sum := sha256.Sum256([]byte(text))
+	g.audit(ctx, AuditEntry{Type: "publish", Data: map[string]any{
+		"token":   by,
+		"persona": p.Name,
+		"sha256":  hex.EncodeToString(sum[:]),
+		"chars":   utf8.RuneCountInString(text),
+		"posted":  res.Posted,
+		"failed":  res.Failed,
+	}})
+	return res, nil
+}
+
+func (g *Gateway) postTimeout() time.Duration {
+	if g.PostTimeout > 0 {
+		return g.PostTimeout
+	}
+	return 15 * time.Second
+}
