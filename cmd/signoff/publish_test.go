@@ -143,8 +143,8 @@ func TestPublishPostsAPlainEscapedMessageOnEveryChannel(t *testing.T) {
 	noScope := makeToken(t, "--name", "requester", "--scopes", "request")
 	for _, c := range []struct {
 		name, tok string
-		body map[string]string
-		want int
+		body      map[string]string
+		want      int
 	}{
 		{"another persona's token", other, map[string]string{"persona": "demo", "text": "hi"}, http.StatusForbidden},
 		{"case-twisted persona key", other, map[string]string{"PERSONA": "demo", "text": "hi"}, http.StatusForbidden},
