@@ -2,6 +2,7 @@ package bot
 
 import (
 	"encoding/json"
+	"strings"
 	"time"
 )
 
@@ -260,6 +261,50 @@ type Request struct {
 	// Receipt is the gateway's signed decision (a Nostr event of kind
 	// KindReceipt), present once the request is decided.
 	Receipt json.RawMessage `json:"receipt,omitempty"`
+
+	// Escalated is set only on the copy of a request an escalation hands
+	// to Channel.Post: the re-post pings these people. Never stored.
+	Escalated *Escalated `json:"-"`
+}
+
+// Escalated is who an escalation calls on and what the request still needs.
+type Escalated struct {
+	To    []Person
+	Needs string // Electorate.Needs
+}
+
+// Line is the escalation line of a re-post: "escalated to bob, carol:
+// still needs …". mention gives a person's mention on the platform, or
+// false when they have no identity there; they are then named in plain
+// text. text makes plain text safe on the platform; it is given
+// bot.Escape's output.
+func (e *Escalated) Line(mention func(Person) (string, bool), text func(string) string) string {
+	if text == nil {
+		text = func(s string) string { return s }
+	}
+	names := make([]string, 0, len(e.To))
+	for _, p := range e.To {
+		if m, ok := mention(p); ok {
+			names = append(names, m)
+		} else {
+			names = append(names, text(Escape(p.Name)))
+		}
+	}
+	s := text("escalated to ") + strings.Join(names, ", ")
+	if e.Needs != "" {
+		s += text(": still needs " + Escape(e.Needs))
+	}
+	return s
+}
+
+// IdentityOn is p's identity on platform pl, if any.
+func (p Person) IdentityOn(pl Platform) (string, bool) {
+	for _, id := range p.Identities {
+		if id.Platform == pl && id.ID != "" {
+			return id.ID, true
+		}
+	}
+	return "", false
 }
 
 // NewRequest is what an agent submits.

@@ -39,7 +39,9 @@ func (g *Gateway) Nudge(ctx context.Context, now time.Time) {
 		ttl := r.Deadline.Sub(r.CreatedAt) + time.Hour
 		if e := p.Escalate; e != nil && waited >= e.After {
 			if won, _ := ns.ClaimNudge(ctx, r.ID, "escalate", ttl); won {
-				refs := g.repost(ctx, r, p)
+				esc := *r
+				esc.Escalated = &Escalated{To: escalatees(p, e.To), Needs: ElectorateOf(p, r.Votes).Needs}
+				refs := g.repost(ctx, &esc, p)
 				g.audit(ctx, AuditEntry{Type: "escalate", RequestID: r.ID, Data: map[string]any{
 					"to": e.To, "after": e.After.String(), "at": now.UTC(), "posted": len(refs),
 				}})
@@ -72,6 +74,28 @@ func (g *Gateway) repost(ctx context.Context, r *Request, p Persona) []MessageRe
 		}
 	}
 	return refs
+}
+
+// escalatees are the persona's people named in to, in that order; a name
+// that is no owner or member is kept, with no identity, so it is still
+// named in plain text.
+func escalatees(p Persona, to []string) []Person {
+	people := p.Members
+	if p.Owner != nil {
+		people = append([]Person{*p.Owner}, people...)
+	}
+	out := make([]Person, 0, len(to))
+	for _, name := range to {
+		who := Person{Name: name}
+		for _, q := range people {
+			if q.Name == name {
+				who = q
+				break
+			}
+		}
+		out = append(out, who)
+	}
+	return out
 }
 
 // nudgeIfDue runs Nudge at most every NudgeEvery; the sweeper calls it.

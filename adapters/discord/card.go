@@ -84,12 +84,40 @@ func requestMessage(r *bot.Request) *discordgo.MessageSend {
 		buttons = append(buttons, discordgo.Button{Label: "Always", Style: discordgo.SecondaryButton, CustomID: customID(bot.Always, r.ID), Emoji: &discordgo.ComponentEmoji{Name: "♾️"}})
 		e.Fields = append(e.Fields, &discordgo.MessageEmbedField{Name: "♾️ Always", Value: clip(escapeMarkdown(AlwaysText(g)), maxFieldValue)})
 	}
+	tail, mentions := bot.HowToAnswer, noMentions()
+	if esc := r.Escalated; esc != nil {
+		// Pings exactly the people the escalation calls on, no one else.
+		var users []string
+		line := esc.Line(func(p bot.Person) (string, bool) {
+			id, ok := p.IdentityOn(bot.Discord)
+			if !ok || !isSnowflake(id) {
+				return "", false
+			}
+			users = append(users, id)
+			return "<@" + id + ">", true
+		}, escapeMarkdown)
+		tail = clip(line, maxContent/2) + "\n" + tail
+		mentions.Users = users
+	}
 	return &discordgo.MessageSend{
-		Content:         content(r, bot.HowToAnswer),
+		Content:         content(r, tail),
 		Embeds:          []*discordgo.MessageEmbed{e},
 		Components:      []discordgo.MessageComponent{discordgo.ActionsRow{Components: buttons}},
-		AllowedMentions: noMentions(),
+		AllowedMentions: mentions,
 	}
+}
+
+// isSnowflake reports whether id is a Discord id: digits only.
+func isSnowflake(id string) bool {
+	if id == "" || len(id) > 20 {
+		return false
+	}
+	for _, c := range id {
+		if c < '0' || c > '9' {
+			return false
+		}
+	}
+	return true
 }
 
 // AlwaysText says what the Always button grants and for how long.

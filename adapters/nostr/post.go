@@ -11,6 +11,7 @@ import (
 	"time"
 
 	gonostr "github.com/nbd-wtf/go-nostr"
+	"github.com/nbd-wtf/go-nostr/nip19"
 
 	"github.com/signoff/signoff/bot"
 	"github.com/signoff/signoff/signing"
@@ -97,7 +98,12 @@ func (a *Adapter) requestEvent(r *bot.Request, mode string, c bot.ChannelConfig,
 	kind := 0
 	switch mode {
 	case ModeNote:
-		return own, nil
+		if r.Escalated == nil {
+			return own, nil
+		}
+		// A note of its own under the request's event, so it can ping.
+		kind = gonostr.KindTextNote
+		tags = gonostr.Tags{{"e", own.ID, hint, "root"}}
 	case ModeNIP28:
 		if !isEventID(c.Root) {
 			return gonostr.Event{}, fmt.Errorf("nostr: nip28 channel root %q is not an event id", c.Root)
@@ -114,6 +120,24 @@ func (a *Adapter) requestEvent(r *bot.Request, mode string, c bot.ChannelConfig,
 		return gonostr.Event{}, fmt.Errorf("nostr: unknown channel mode %q (want note, nip28 or nip29)", mode)
 	}
 	tags = append(tags, gonostr.Tag{"t", "signoff"}, gonostr.Tag{"signoff", r.ID})
+	if e := r.Escalated; e != nil {
+		// Tags exactly the people the escalation calls on, and names them
+		// (nostr:npub…) in the text; once, so stamped now.
+		var ps gonostr.Tags
+		line := e.Line(func(p bot.Person) (string, bool) {
+			key, ok := p.IdentityOn(bot.Nostr)
+			if !ok || len(key) != 64 || !isHexID(key) {
+				return "", false
+			}
+			npub, err := nip19.EncodePublicKey(strings.ToLower(key))
+			if err != nil {
+				return "", false
+			}
+			ps = append(ps, gonostr.Tag{"p", strings.ToLower(key)})
+			return "nostr:" + npub, true
+		}, nil)
+		return a.sign(kind, own.Content+"\n"+line, append(tags, ps...), time.Now())
+	}
 	tags = append(tags, own.Tags.GetAll([]string{"p"})...)
 	return a.sign(kind, own.Content, tags, r.CreatedAt)
 }

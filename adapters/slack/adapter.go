@@ -121,7 +121,7 @@ func (a *Adapter) Post(ctx context.Context, r *bot.Request, p bot.Persona, c bot
 	}
 	a.ownUser(ctx)
 	ch, ts, err := a.api.PostMessageContext(ctx, c.Target,
-		slackapi.MsgOptionText(requestText(r), true),
+		slackapi.MsgOptionText(requestText(r), false), // escaped by requestText
 		slackapi.MsgOptionBlocks(requestCard(r)...),
 		slackapi.MsgOptionDisableLinkUnfurl(),
 		slackapi.MsgOptionDisableMediaUnfurl(),

@@ -7,6 +7,7 @@ import (
 	"unicode/utf8"
 
 	slackapi "github.com/slack-go/slack"
+	"github.com/slack-go/slack/slackutilsx"
 
 	"github.com/signoff/signoff/bot"
 )
@@ -44,8 +45,11 @@ func requestCard(r *bot.Request) []slackapi.Block {
 	buttons := []slackapi.BlockElement{approve, deny}
 	blocks := []slackapi.Block{
 		slackapi.NewHeaderBlock(slackapi.NewTextBlockObject(slackapi.PlainTextType, "⛔ Approval needed", true, false)),
-		details(r, true),
 	}
+	if e := r.Escalated; e != nil {
+		blocks = append(blocks, escalationBlock(e))
+	}
+	blocks = append(blocks, details(r, true))
 	if g := r.GrantScope; g != nil {
 		// The third answer, with exactly what it grants shown before anyone
 		// clicks (plain text: the scope holds agent text).
@@ -141,9 +145,51 @@ func field(label, value string) []slackapi.RichTextSectionElement {
 }
 
 // requestText is the notification and fallback text: the ⛔ line and how
-// to answer. It is sent escaped, so it cannot ping or link.
+// to answer, escaped (slackutilsx.EscapeMessage), so it cannot ping or
+// link; an escalation's line then pings exactly the people it calls on.
 func requestText(r *bot.Request) string {
-	return clip(bot.Headline(r), maxFallback) + "\n" + bot.HowToAnswer
+	s := slackutilsx.EscapeMessage(clip(bot.Headline(r), maxFallback) + "\n" + bot.HowToAnswer)
+	if e := r.Escalated; e != nil {
+		s += "\n" + e.Line(func(p bot.Person) (string, bool) {
+			id, ok := slackUser(p)
+			return "<@" + id + ">", ok
+		}, slackutilsx.EscapeMessage)
+	}
+	return s
+}
+
+// escalationBlock is the escalation line as rich text: a user element for
+// each person with a Slack identity, plain text for the rest.
+func escalationBlock(e *bot.Escalated) slackapi.Block {
+	elems := []slackapi.RichTextSectionElement{slackapi.NewRichTextSectionTextElement("escalated to ", bold)}
+	for i, p := range e.To {
+		if i > 0 {
+			elems = append(elems, slackapi.NewRichTextSectionTextElement(", ", nil))
+		}
+		if id, ok := slackUser(p); ok {
+			elems = append(elems, slackapi.NewRichTextSectionUserElement(id, nil))
+		} else {
+			elems = append(elems, slackapi.NewRichTextSectionTextElement(bot.Escape(p.Name), nil))
+		}
+	}
+	if e.Needs != "" {
+		elems = append(elems, slackapi.NewRichTextSectionTextElement(": still needs "+bot.Escape(e.Needs), nil))
+	}
+	return slackapi.NewRichTextBlock("signoff_escalated", slackapi.NewRichTextSection(elems...))
+}
+
+// slackUser is p's Slack user id, when it is one (letters and digits).
+func slackUser(p bot.Person) (string, bool) {
+	id, ok := p.IdentityOn(bot.Slack)
+	if !ok {
+		return "", false
+	}
+	for _, c := range id {
+		if !(c >= 'A' && c <= 'Z' || c >= 'a' && c <= 'z' || c >= '0' && c <= '9') {
+			return "", false
+		}
+	}
+	return id, true
 }
 
 func decidedText(r *bot.Request) string {

@@ -110,9 +110,9 @@ func TestCardShowsAgentTextLiterally(t *testing.T) {
 	if strings.Contains(string(raw), `"mrkdwn"`) {
 		t.Errorf("card has mrkdwn text objects; agent text must never be parsed as mrkdwn:\n%s", raw)
 	}
-	// MsgOptionText(…, true) escapes the fallback; check what it sends.
+	// requestText escapes the fallback; check what it sends.
 	text := requestText(r)
-	if !strings.Contains(text, "<!channel>") {
+	if !strings.Contains(text, "&lt;!channel&gt;") {
 		t.Fatalf("fallback text lost the action: %q", text)
 	}
 }
@@ -122,7 +122,7 @@ func TestFallbackTextIsEscapedOnTheWire(t *testing.T) {
 	// pings nor links.
 	r := sampleRequest()
 	r.Action = "echo <!channel> & <https://evil.example|x>"
-	_, vals, err := slackapi.UnsafeApplyMsgOptions("xoxb-x", "C1", "https://slack.com/api/", slackapi.MsgOptionText(requestText(r), true))
+	_, vals, err := slackapi.UnsafeApplyMsgOptions("xoxb-x", "C1", "https://slack.com/api/", slackapi.MsgOptionText(requestText(r), false))
 	if err != nil {
 		t.Fatal(err)
 	}
