@@ -178,10 +178,17 @@ func (v *verdict) addID(l bot.Level, reason, id string) {
 }
 
 func (v *verdict) result() bot.Assessment {
-	a := bot.Assessment{Level: v.level, Reasons: []string{}}
+	a := bot.Assessment{Level: v.level}
 	if a.Level == "" {
 		a.Level = bot.Safe
 	}
+	n := 0
+	for _, r := range v.reasons {
+		if r.level == a.Level {
+			n++
+		}
+	}
+	a.Reasons = make([]string, 0, n)
 	for _, r := range v.reasons {
 		if r.level == a.Level {
 			a.Reasons = append(a.Reasons, withID(r.reason, r.id))

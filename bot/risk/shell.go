@@ -33,6 +33,8 @@ type walker struct {
 	hits    []Hit
 
 	argBuf [12]word // plainWords' words, kept with a pooled walker
+
+	rd strings.Reader // the parser's input, kept with a pooled walker
 }
 
 // add records a level and its reason (with its rule id, if any, as
@@ -95,7 +97,8 @@ func (w *walker) shell(src string, cx ctx) {
 		return
 	}
 	p := parsers.Get().(*syntax.Parser)
-	f, err := p.Parse(strings.NewReader(src), "")
+	w.rd.Reset(src) // the parse ends before any nested shell reuses it
+	f, err := p.Parse(&w.rd, "")
 	parsers.Put(p)
 	if err != nil {
 		w.add(bot.Dangerous, "does not parse as a shell command: "+shortErr(err))
