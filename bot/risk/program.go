@@ -317,7 +317,8 @@ func (w *walker) apply(name string, p *Program, args []word, cx ctx, full bool) 
 	}
 	delWhen := p.Deletes != nil && len(p.Deletes.When) == 0
 	writeWhen := p.Writes != nil && !p.Writes.when.any
-	positionals := make([]word, 0, len(args))
+	var posBuf [8]word // most commands have few positionals: no allocation
+	positionals := posBuf[:0]
 	endOpts := false
 	for i := 0; i < len(args); i++ {
 		a := args[i]
