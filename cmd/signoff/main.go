@@ -26,6 +26,7 @@ usage:
   signoff pending                            list requests waiting for an answer
   signoff show [--json] ID                   one request whole: action, votes, who may still answer
   signoff withdraw [--reason R] ID           take back a pending request
+  signoff publish [--persona P] TEXT         post a plain message on the persona's channels (scope publish)
   signoff approve|deny [--reason R] ID       answer with your own signed Nostr reaction
   signoff keygen [--out FILE] | --show       make your key for approve/deny (--show: your npub again)
   signoff approve --always ID                approve and don't ask again (a grant, when you may grant)

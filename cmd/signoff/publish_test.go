@@ -166,4 +166,12 @@ func TestPublishPostsAPlainEscapedMessageOnEveryChannel(t *testing.T) {
 	if code, body := postPublish(t, pub, map[string]string{"persona": "demo", "text": strings.Repeat("é", bot.MaxPublishLen)}); code != http.StatusOK {
 		t.Errorf("text of exactly %d chars: %d %s", bot.MaxPublishLen, code, body)
 	}
+
+	// The CLI: signoff publish TEXT with the e2e token (all scopes).
+	if code, out, errs := cli("publish", "--persona", "demo", "from", "the", "cli"); code != 0 || !strings.Contains(out, "posted on slack C0123456") || !strings.Contains(out, "posted on discord") || !strings.Contains(out, "posted on nostr") {
+		t.Errorf("signoff publish = %d %q %q", code, out, errs)
+	}
+	if code, _, errs := cli("publish", "--persona", "demo"); code != 2 || !strings.Contains(errs, "publish takes the text") {
+		t.Errorf("signoff publish without text = %d %q", code, errs)
+	}
 }
