@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
+	"sync"
 	"testing"
 	"time"
 
@@ -15,13 +16,24 @@ import (
 // each way. Only allow and deny resolve; unsure, garbage, an error status
 // and silence go to people; a dangerous call is never let through by it.
 func TestReviewer(t *testing.T) {
-	var answer func(w http.ResponseWriter)
-	var got permissions.ReviewRequest
+	// The handler runs on the server's goroutines, and a timed-out one
+	// may still be running when the next case starts: both are shared
+	// under mu.
+	var (
+		mu     sync.Mutex
+		answer func(w http.ResponseWriter)
+		got    permissions.ReviewRequest
+	)
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if err := json.NewDecoder(r.Body).Decode(&got); err != nil {
+		var req permissions.ReviewRequest
+		if err := json.NewDecoder(r.Body).Decode(&req); err != nil {
 			t.Errorf("reviewer got a body that is not the documented JSON: %v", err)
 		}
-		answer(w)
+		mu.Lock()
+		got = req
+		reply := answer
+		mu.Unlock()
+		reply(w)
 	}))
 	defer srv.Close()
 	w := newWorld(t, "demo", "mode: auto\nreviewer:\n  url: "+srv.URL+"\n  timeout: 300ms\npermissions:\n  bash:\n    \"npm *\": ask\n")
@@ -45,7 +57,9 @@ func TestReviewer(t *testing.T) {
 		{"deny stops a dangerous call", "terraform apply", say(`{"verdict":"deny","reason":"prod freeze"}`), "deny", permissions.ByReviewer},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			mu.Lock()
 			answer = tc.answer
+			mu.Unlock()
 			start := time.Now()
 			res := w.check(t, permissions.Check{Persona: "demo", Action: tc.cmd, Cwd: app})
 			if res.Decision != tc.want || res.By != tc.by {
@@ -54,8 +68,11 @@ func TestReviewer(t *testing.T) {
 			if res.Review == nil {
 				t.Fatalf("no review in the result")
 			}
-			if got.Persona != "demo" || got.Action != tc.cmd || got.Cwd != app || got.Kind != bot.KindCommand || got.Level == "" {
-				t.Errorf("reviewer was sent %+v", got)
+			mu.Lock()
+			sent := got
+			mu.Unlock()
+			if sent.Persona != "demo" || sent.Action != tc.cmd || sent.Cwd != app || sent.Kind != bot.KindCommand || sent.Level == "" {
+				t.Errorf("reviewer was sent %+v", sent)
 			}
 			if time.Since(start) > 900*time.Millisecond {
 				t.Errorf("the check took %s: the reviewer's timeout was not kept", time.Since(start))
