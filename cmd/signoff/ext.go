@@ -71,13 +71,9 @@ func extInstall(ctx context.Context, a *app, args []string) int {
 			return 1
 		}
 	}
-	cfg, err := loadConfig()
-	if err != nil {
-		return a.fail(err)
-	}
 	spec := m.Spec()
 	n := httpapi.NewToken{Name: spec.Name, Scopes: strings.Split(tokens.Join(spec.Scopes), ","), Personas: spec.Personas, Network: spec.Network, Extension: spec.Ext, Expires: *expires}
-	return createAndPrint(ctx, a, cfg, n, *asJSON)
+	return createAndPrint(ctx, a, n, *asJSON)
 }
 
 // interspersed moves flags after the manifest path in front of it, so
@@ -115,11 +111,7 @@ func extList(ctx context.Context, a *app, args []string) int {
 	if code, ok := parse(fs, args); !ok {
 		return code
 	}
-	cfg, err := loadConfig()
-	if err != nil {
-		return a.fail(err)
-	}
-	adm, done, err := tokenAdmin(ctx, cfg)
+	adm, done, err := tokenAdmin(ctx)
 	if err != nil {
 		return a.fail(err)
 	}
@@ -150,11 +142,7 @@ func extRemove(ctx context.Context, a *app, args []string) int {
 	if fs.NArg() != 1 {
 		return a.failf("usage: signoff ext remove NAME")
 	}
-	cfg, err := loadConfig()
-	if err != nil {
-		return a.fail(err)
-	}
-	adm, done, err := tokenAdmin(ctx, cfg)
+	adm, done, err := tokenAdmin(ctx)
 	if err != nil {
 		return a.fail(err)
 	}

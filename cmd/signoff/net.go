@@ -209,16 +209,7 @@ func netApprove(ctx context.Context, a *app, args []string) int {
 		fs.Usage()
 		return a.failf("net approve takes one id (see `signoff net requests --all`)")
 	}
-	cfg, err := loadConfig()
-	if err != nil {
-		return a.fail(err)
-	}
-	c := cfg.client()
-	l, err := c.NetRequests(ctx, true)
-	if err != nil {
-		return a.fail(err)
-	}
-	it, draft, err := l.Find(fs.Arg(0))
+	cfg, c, it, draft, err := findNetRequest(ctx, fs.Arg(0))
 	if err != nil {
 		return a.fail(err)
 	}
@@ -347,6 +338,22 @@ func netApprove(ctx context.Context, a *app, args []string) int {
 	return 0
 }
 
+// findNetRequest finds the network request or draft whose id starts with
+// prefix, among all the gateway lists, for approve and deny.
+func findNetRequest(ctx context.Context, prefix string) (*config, *httpapi.Client, *netpolicy.Item, *netpolicy.Draft, error) {
+	cfg, err := loadConfig()
+	if err != nil {
+		return nil, nil, nil, nil, err
+	}
+	c := cfg.client()
+	l, err := c.NetRequests(ctx, true)
+	if err != nil {
+		return nil, nil, nil, nil, err
+	}
+	it, draft, err := l.Find(prefix)
+	return cfg, c, it, draft, err
+}
+
 func netDeny(ctx context.Context, a *app, args []string) int {
 	fs := a.flags("net deny", "net deny ID --reason R [--key FILE]")
 	reason := fs.String("reason", "", "why (the agent is told, so it can ask for something narrower)")
@@ -358,16 +365,7 @@ func netDeny(ctx context.Context, a *app, args []string) int {
 		fs.Usage()
 		return a.failf("net deny takes one id and --reason")
 	}
-	cfg, err := loadConfig()
-	if err != nil {
-		return a.fail(err)
-	}
-	c := cfg.client()
-	l, err := c.NetRequests(ctx, true)
-	if err != nil {
-		return a.fail(err)
-	}
-	it, draft, err := l.Find(fs.Arg(0))
+	cfg, c, it, draft, err := findNetRequest(ctx, fs.Arg(0))
 	if err != nil {
 		return a.fail(err)
 	}

@@ -52,11 +52,7 @@ func tokensCmd(ctx context.Context, a *app, args []string) int {
 	if code, ok := parse(fs, args); !ok {
 		return code
 	}
-	cfg, err := loadConfig()
-	if err != nil {
-		return a.fail(err)
-	}
-	adm, done, err := tokenAdmin(ctx, cfg)
+	adm, done, err := tokenAdmin(ctx)
 	if err != nil {
 		return a.fail(err)
 	}
@@ -138,17 +134,13 @@ func tokensCreate(ctx context.Context, a *app, args []string) int {
 	if _, err := n.Spec(); err != nil { // say what is wrong before reaching anything
 		return a.fail(err)
 	}
-	cfg, err := loadConfig()
-	if err != nil {
-		return a.fail(err)
-	}
-	return createAndPrint(ctx, a, cfg, n, *asJSON)
+	return createAndPrint(ctx, a, n, *asJSON)
 }
 
 // createAndPrint makes the token and prints it once, alone on the last
 // line of stdout (what a script captures); the rest goes to stderr.
-func createAndPrint(ctx context.Context, a *app, cfg *config, n httpapi.NewToken, asJSON bool) int {
-	adm, done, err := tokenAdmin(ctx, cfg)
+func createAndPrint(ctx context.Context, a *app, n httpapi.NewToken, asJSON bool) int {
+	adm, done, err := tokenAdmin(ctx)
 	if err != nil {
 		return a.fail(err)
 	}
@@ -182,11 +174,7 @@ func tokensRevoke(ctx context.Context, a *app, args []string) int {
 	if fs.NArg() != 1 {
 		return a.failf("usage: signoff tokens revoke NAME")
 	}
-	cfg, err := loadConfig()
-	if err != nil {
-		return a.fail(err)
-	}
-	adm, done, err := tokenAdmin(ctx, cfg)
+	adm, done, err := tokenAdmin(ctx)
 	if err != nil {
 		return a.fail(err)
 	}
@@ -217,7 +205,11 @@ type admin interface {
 	RevokeToken(ctx context.Context, name string) error
 }
 
-func tokenAdmin(ctx context.Context, cfg *config) (admin, func(), error) {
+func tokenAdmin(ctx context.Context) (admin, func(), error) {
+	cfg, err := loadConfig()
+	if err != nil {
+		return nil, nil, err
+	}
 	if cfg.RedisURL == "" {
 		return cfg.client(), func() {}, nil
 	}
