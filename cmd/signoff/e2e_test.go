@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -42,6 +43,13 @@ func gateway(t *testing.T, persona string) (ownerKeyFile string) {
 // gatewayOn is gateway on the Redis at redisURL ("" for the embedded one).
 func gatewayOn(t *testing.T, persona, redisURL string) (ownerKeyFile string) {
 	t.Helper()
+	return gatewayPersonas(t, redisURL, persona)
+}
+
+// gatewayPersonas is gatewayOn with several persona files, OWNER in each
+// replaced by the owner key's npub.
+func gatewayPersonas(t *testing.T, redisURL string, files ...string) (ownerKeyFile string) {
+	t.Helper()
 	dir := t.TempDir()
 	owner := signing.NewKey()
 	ownerKeyFile = filepath.Join(dir, "owner.key")
@@ -50,9 +58,15 @@ func gatewayOn(t *testing.T, persona, redisURL string) (ownerKeyFile string) {
 	}
 	personas := filepath.Join(dir, "personas")
 	os.MkdirAll(personas, 0o700)
-	persona = strings.ReplaceAll(persona, "OWNER", owner.Npub())
-	if err := os.WriteFile(filepath.Join(personas, "p.yaml"), []byte(persona), 0o600); err != nil {
-		t.Fatal(err)
+	for i, persona := range files {
+		persona = strings.ReplaceAll(persona, "OWNER", owner.Npub())
+		name := "p.yaml"
+		if i > 0 {
+			name = fmt.Sprintf("p%d.yaml", i)
+		}
+		if err := os.WriteFile(filepath.Join(personas, name), []byte(persona), 0o600); err != nil {
+			t.Fatal(err)
+		}
 	}
 	t.Setenv("SIGNOFF_LISTEN", "127.0.0.1:0")
 	t.Setenv("SIGNOFF_DATA_DIR", filepath.Join(dir, "data"))

@@ -3,7 +3,10 @@ package main
 import (
 	"context"
 	"fmt"
+	"io"
+	"os"
 
+	"github.com/signoff/signoff/bot"
 	"github.com/signoff/signoff/bot/agent"
 )
 
@@ -27,7 +30,7 @@ func hook(ctx context.Context, a *app, args []string) int {
 	// hook and the tool runs. So for Codex: deny, or nothing at all.
 	h := &agent.Hook{Agent: hookAgents[args[0]], Log: a.stderr, DenyOnly: args[0] == "codex"}
 	fs := a.flags("hook "+args[0], "hook "+args[0]+" [--persona P] [--timeout D] [--caution ask]")
-	persona := fs.String("persona", "", "persona whose owners decide (default $SIGNOFF_PERSONA or demo)")
+	persona := fs.String("persona", "", "persona whose owners decide, set in the hook's settings (default "+defaultPersona+"; $SIGNOFF_PERSONA is ignored)")
 	fs.DurationVar(&h.Timeout, "timeout", agent.DefaultHookTimeout, "longest wait for people; keep it below the hook timeout in the agent's settings")
 	fs.StringVar(&h.Caution, "caution", "", "ask: never allow caution calls here (the agent's own rules decide); default: the persona's caution setting")
 	code, ok := parse(fs, args[1:])
@@ -46,11 +49,8 @@ func hook(ctx context.Context, a *app, args []string) int {
 		return hookDeny(a, err.Error()+"; not allowed")
 	}
 	client := requester(cfg)
-	h.Classifier, h.Gateway, h.Checker, h.Persona = c, client, client, *persona
+	h.Classifier, h.Gateway, h.Checker, h.Persona = c, client, client, settingsPersona(a.stderr, *persona, "the hook's")
 	h.Verify = cfg.verifier(a.stderr)
-	if h.Persona == "" {
-		h.Persona = cfg.Persona
-	}
 	if err := h.Run(ctx, a.stdin, a.stdout); err != nil {
 		fmt.Fprintf(a.stderr, "signoff: writing the decision: %v\n", err)
 		return 2 // blocks the tool: the decision could not be told
@@ -64,4 +64,35 @@ func hookDeny(a *app, reason string) int {
 		return 2
 	}
 	return 0
+}
+
+// defaultPersona is the persona the hook and the MCP server ask when their
+// settings name none (and SIGNOFF_PERSONA's default for the commands an
+// agent runs itself).
+const defaultPersona = "demo"
+
+// settingsPersona is the persona of a command a person configured for the
+// agent — the hook (the agent's hook settings) and the MCP server (its
+// args in .mcp.json): flag, from those settings, else defaultPersona. The
+// agent controls its own environment, so SIGNOFF_PERSONA there would let it
+// pick its electorate (one with loose rules, or one it owns); it is
+// ignored, and said so once on stderr when it names another persona.
+func settingsPersona(stderr io.Writer, flag, whose string) string {
+	p := flag
+	if p == "" {
+		p = defaultPersona
+	}
+	if env := os.Getenv("SIGNOFF_PERSONA"); env != "" && env != p {
+		fmt.Fprintf(stderr, "signoff: ignoring SIGNOFF_PERSONA=%s from the environment: %s persona comes only from --persona in its settings (asking persona %s)\n",
+			clipEnv(bot.Escape(env)), whose, bot.Escape(p))
+	}
+	return p
+}
+
+// clipEnv shortens an escaped value for a one-line message.
+func clipEnv(s string) string {
+	if r := []rune(s); len(r) > 80 {
+		return string(r[:80]) + "…"
+	}
+	return s
 }

@@ -17,7 +17,7 @@ func init() { commands["mcp"] = mcpServe }
 // stdout carries the protocol only: logs go to stderr.
 func mcpServe(ctx context.Context, a *app, args []string) int {
 	fs := a.flags("mcp", "mcp [--persona P]   (an MCP server on stdio)")
-	persona := fs.String("persona", "", "the only persona calls may ask (default: calls may name any; $SIGNOFF_PERSONA or demo when they name none)")
+	persona := fs.String("persona", "", "the only persona calls may ask, set in the server's args (default "+defaultPersona+"; $SIGNOFF_PERSONA is ignored)")
 	if code, ok := parse(fs, args); !ok {
 		return code
 	}
@@ -26,13 +26,12 @@ func mcpServe(ctx context.Context, a *app, args []string) int {
 		return a.fail(err)
 	}
 	log, _ := cfg.logger(a.stderr) // an unreadable level logs at info
-	locked := *persona != ""
-	if !locked {
-		*persona = cfg.Persona
-	}
+	// Always locked: a call naming another persona is the agent choosing
+	// its electorate, as SIGNOFF_PERSONA would be; it is refused.
+	p := settingsPersona(a.stderr, *persona, "the MCP server's")
 	client := requester(cfg)
 	s := agent.NewMCPServer(agent.MCPOptions{
-		Gateway: client, Checker: client, Classifier: c, Persona: *persona, LockPersona: locked, Logger: log,
+		Gateway: client, Checker: client, Classifier: c, Persona: p, LockPersona: true, Logger: log,
 		Verify: cfg.verifier(a.stderr),
 	})
 	stdin := a.stdin
