@@ -36,6 +36,7 @@ usage:
   signoff personas check [DIR]               validate persona files
   signoff audit verify [PATH]                check the audit chain: links, signed checkpoints, truncation
   signoff audit export [--out PATH]          write the whole chain (from the store) for offline verify
+  signoff bench --spawn [--concurrency N] [--duration D | -n N]   load generator: the vote path beside its floor
   signoff healthcheck [--ready]              exit 0 if the gateway at SIGNOFF_URL is up (ready)
   signoff classify [--json] -- CMD…          risk of a shell command (stdin with --json)
   signoff exec [--persona P] -- CMD…         run; ask first when dangerous

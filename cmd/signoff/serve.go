@@ -49,6 +49,11 @@ func serve(ctx context.Context, a *app, args []string) int {
 	if err != nil {
 		return a.fail(err)
 	}
+	return serveWith(ctx, a, cfg)
+}
+
+// serveWith runs the gateway configured by cfg (bench spawns one so).
+func serveWith(ctx context.Context, a *app, cfg *config) int {
 	log, err := cfg.logger(a.stderr)
 	if err != nil {
 		return a.fail(err)

@@ -1,0 +1,365 @@
+package bench
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptrace"
+	"runtime/pprof"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	goredis "github.com/redis/go-redis/v9"
+
+	"github.com/signoff/signoff/bot"
+	"github.com/signoff/signoff/bot/httpapi"
+	qredis "github.com/signoff/signoff/quorum/redis"
+	"github.com/signoff/signoff/signing"
+)
+
+// Config is one run.
+type Config struct {
+	URL   string // the gateway, loopback
+	Token string // bearer token, when the gateway wants one
+
+	Persona string
+	// Voters sign each request's reactions, in order, until it is
+	// decided: with the persona's owner alone, one vote decides.
+	Voters []*signing.Key
+
+	// Redis is the store the gateway uses: the floor's round trip.
+	Redis goredis.UniversalClient
+	// Audit, when set, is the gateway's store: its audit stream is read
+	// after the run to check every request was decided exactly once.
+	Audit *qredis.Store
+
+	Concurrency int
+	Duration    time.Duration // the loaded phase lasts this long…
+	N           int           // …or this many lifecycles, when > 0
+	// Unloaded is how many lifecycles are run one at a time, each beside
+	// one sample of each floor piece (default 200).
+	Unloaded int
+
+	Out      io.Writer // the report
+	Progress io.Writer // a line a second while running (nil: none)
+	// Notes are printed at the top of the report (how the gateway runs).
+	Notes []string
+	// CPUProfile, when set, receives a CPU profile of the loaded phase.
+	CPUProfile io.Writer
+}
+
+// Run measures the floor, the unloaded vote path and the loaded phase,
+// prints the report and returns it. A lifecycle that failed is counted
+// and the first few are printed; Run's error says whether any did.
+func Run(ctx context.Context, cfg Config) (*Report, error) {
+	if cfg.Concurrency <= 0 {
+		cfg.Concurrency = 1
+	}
+	if cfg.Unloaded <= 0 {
+		cfg.Unloaded = 200
+	}
+	if cfg.N <= 0 && cfg.Duration <= 0 {
+		cfg.Duration = 10 * time.Second
+	}
+	if len(cfg.Voters) == 0 {
+		return nil, errors.New("bench: no voter keys")
+	}
+	if cfg.Redis == nil {
+		return nil, errors.New("bench: no Redis client for the floor")
+	}
+	if cfg.Progress == nil {
+		cfg.Progress = io.Discard
+	}
+	b := &run{cfg: cfg, tag: bot.NewID()[:6]}
+	b.hc = &http.Client{Transport: transport(2*cfg.Concurrency + 4)}
+	b.c = &httpapi.Client{BaseURL: cfg.URL, HTTP: b.hc, Token: cfg.Token}
+	rep := &Report{Config: cfg, Machine: machine()}
+
+	fl, err := newFloor(ctx, cfg.Redis, cfg.Voters[0])
+	if err != nil {
+		return nil, err
+	}
+	defer fl.close()
+
+	// Warm the connections and the gateway's caches.
+	for i := range 5 {
+		if _, err := b.lifecycle(ctx, -1-i); err != nil {
+			return nil, fmt.Errorf("bench: the first lifecycle failed, so nothing was measured: %w", err)
+		}
+	}
+
+	if err := b.unloaded(ctx, fl, rep); err != nil {
+		return rep, err
+	}
+	if err := b.loaded(ctx, rep); err != nil {
+		return rep, err
+	}
+	if cfg.Audit != nil {
+		rep.Audit = b.checkAudit(ctx, cfg.Audit)
+	}
+	rep.Errors, rep.FirstErrors = b.errs.Load(), b.firstErrs
+	rep.Print(cfg.Out)
+	if rep.Errors > 0 {
+		return rep, fmt.Errorf("bench: %d lifecycles failed", rep.Errors)
+	}
+	if rep.Audit != nil && !rep.Audit.ok() {
+		return rep, errors.New("bench: not every request was decided exactly once in the audit")
+	}
+	return rep, nil
+}
+
+func transport(conns int) *http.Transport {
+	return &http.Transport{
+		MaxIdleConns:        conns,
+		MaxIdleConnsPerHost: conns,
+		IdleConnTimeout:     time.Minute,
+		DisableCompression:  true,
+	}
+}
+
+type run struct {
+	cfg Config
+	tag string
+	hc  *http.Client
+	c   *httpapi.Client
+
+	mu        sync.Mutex
+	ids       []string // every request measured (warm-up excluded)
+	errs      atomic.Int64
+	firstErrs []string
+}
+
+// sample is one lifecycle as the client saw it.
+type sample struct {
+	id     string
+	create time.Duration   // POST /v1/requests → answer
+	votes  []time.Duration // each reaction POST → its answer
+	waiter time.Duration   // the deciding reaction sent → the waiter sees the decision
+}
+
+// lifecycle creates a request, waits on it, and answers it with signed
+// reactions until it is decided; the waiter must see it approved with a
+// receipt.
+func (b *run) lifecycle(ctx context.Context, n int) (sample, error) {
+	var s sample
+	t0 := time.Now()
+	r, err := b.c.Submit(ctx, bot.NewRequest{
+		Persona: b.cfg.Persona, Kind: bot.KindCommand,
+		Action: fmt.Sprintf("deploy --bench %s-%d", b.tag, n), Reason: "signoff bench", Nonce: bot.NewNonce(),
+	})
+	s.create = time.Since(t0)
+	if err != nil {
+		return s, fmt.Errorf("create request: %w", err)
+	}
+	s.id = r.ID
+	if r.Status != bot.Pending {
+		return s, fmt.Errorf("request %s is %s at creation (%s), want pending", r.ID, r.Status, r.DecisionReason)
+	}
+
+	type waited struct {
+		r   *bot.Request
+		at  time.Time
+		err error
+	}
+	wctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	done := make(chan waited, 1)
+	onWire := make(chan struct{})
+	var once sync.Once
+	go func() {
+		trace := &httptrace.ClientTrace{WroteRequest: func(httptrace.WroteRequestInfo) { once.Do(func() { close(onWire) }) }}
+		tctx := httptrace.WithClientTrace(wctx, trace)
+		for {
+			got, err := b.c.Wait(tctx, r.ID, 30*time.Second)
+			if err != nil || got.Status.Final() || wctx.Err() != nil {
+				done <- waited{got, time.Now(), err}
+				return
+			}
+		}
+	}()
+	// The vote goes out once the waiter's request is on the wire.
+	select {
+	case <-onWire:
+	case w := <-done:
+		return s, fmt.Errorf("wait on %s: %v", r.ID, w.err)
+	}
+
+	var sent time.Time
+	decided := false
+	for _, k := range b.cfg.Voters {
+		raw, err := signing.NewReactionWithReason(k, r.EventID, r.GatewayKey, bot.Approve, "", time.Now())
+		if err != nil {
+			return s, err
+		}
+		sent = time.Now()
+		out, err := b.c.PostEvent(ctx, raw)
+		s.votes = append(s.votes, time.Since(sent))
+		if err != nil {
+			return s, fmt.Errorf("vote on %s: %w", r.ID, err)
+		}
+		if out.Result != bot.Counted {
+			return s, fmt.Errorf("vote on %s: %s (%s), want counted", r.ID, out.Result, out.Reason)
+		}
+		if out.Status.Final() {
+			if out.Status != bot.Approved {
+				return s, fmt.Errorf("request %s decided %s, want approved", r.ID, out.Status)
+			}
+			decided = true
+			break
+		}
+	}
+	if !decided {
+		return s, fmt.Errorf("request %s still pending after %d votes: the persona needs more voters than bench holds keys for", r.ID, len(b.cfg.Voters))
+	}
+	w := <-done
+	if w.err != nil {
+		return s, fmt.Errorf("wait on %s: %w", r.ID, w.err)
+	}
+	if w.r.Status != bot.Approved || len(w.r.Receipt) == 0 {
+		return s, fmt.Errorf("waiter on %s saw %s (receipt: %d bytes), want approved with a receipt", r.ID, w.r.Status, len(w.r.Receipt))
+	}
+	s.waiter = w.at.Sub(sent)
+	return s, nil
+}
+
+func (b *run) failed(err error) {
+	if b.errs.Add(1) <= 5 {
+		b.mu.Lock()
+		b.firstErrs = append(b.firstErrs, err.Error())
+		b.mu.Unlock()
+	}
+}
+
+func (b *run) keep(id string) {
+	if id == "" {
+		return
+	}
+	b.mu.Lock()
+	b.ids = append(b.ids, id)
+	b.mu.Unlock()
+}
+
+// unloaded runs lifecycles one at a time, each beside one sample of each
+// floor piece, so the floor and the vote are measured under the same
+// moment's noise.
+func (b *run) unloaded(ctx context.Context, fl *floor, rep *Report) error {
+	p := &rep.Unloaded
+	start := time.Now()
+	tick := time.NewTicker(time.Second)
+	defer tick.Stop()
+	for i := range b.cfg.Unloaded {
+		select {
+		case <-tick.C:
+			fmt.Fprintf(b.cfg.Progress, "bench: unloaded %2.0fs: %d/%d lifecycles, vote p50 %s\n",
+				time.Since(start).Seconds(), i, b.cfg.Unloaded, pct(p.Vote, 50))
+		default:
+		}
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		for range 3 {
+			if err := fl.sample(ctx, &rep.Floor); err != nil {
+				return err
+			}
+		}
+		s, err := b.lifecycle(ctx, i)
+		b.keep(s.id)
+		if err != nil {
+			b.failed(err)
+			continue
+		}
+		p.add(s)
+	}
+	p.Elapsed = time.Since(start)
+	return nil
+}
+
+// loaded runs Concurrency clients, each lifecycle after lifecycle, for
+// Duration or until N lifecycles have started.
+func (b *run) loaded(ctx context.Context, rep *Report) error {
+	// A lifecycle once started runs to its end: the run stops starting
+	// new ones, so every request made is decided.
+	deadline := time.Now().Add(b.cfg.Duration)
+	more := func(i int64) bool {
+		if ctx.Err() != nil {
+			return false
+		}
+		if b.cfg.N > 0 {
+			return i <= int64(b.cfg.N)
+		}
+		return time.Now().Before(deadline)
+	}
+	if b.cfg.CPUProfile != nil {
+		if err := pprof.StartCPUProfile(b.cfg.CPUProfile); err != nil {
+			return fmt.Errorf("cpu profile: %w", err)
+		}
+		defer pprof.StopCPUProfile()
+	}
+	var (
+		started, finished atomic.Int64
+		mu                sync.Mutex
+		wg                sync.WaitGroup
+	)
+	p := &rep.Loaded
+	start := time.Now()
+	stopProgress := make(chan struct{})
+	var pwg sync.WaitGroup
+	pwg.Go(func() {
+		t := time.NewTicker(time.Second)
+		defer t.Stop()
+		last := int64(0)
+		for {
+			select {
+			case <-stopProgress:
+				return
+			case <-t.C:
+				n := finished.Load()
+				fmt.Fprintf(b.cfg.Progress, "bench: loaded %2.0fs: %d lifecycles (%d/s this second), %d errors\n",
+					time.Since(start).Seconds(), n, n-last, b.errs.Load())
+				last = n
+			}
+		}
+	})
+	for range b.cfg.Concurrency {
+		wg.Go(func() {
+			var mine Phase
+			for {
+				i := started.Add(1)
+				if !more(i) {
+					break
+				}
+				s, err := b.lifecycle(ctx, int(i)+b.cfg.Unloaded)
+				b.keep(s.id)
+				if err != nil {
+					b.failed(err)
+					continue
+				}
+				finished.Add(1)
+				mine.add(s)
+			}
+			mu.Lock()
+			p.merge(&mine)
+			mu.Unlock()
+		})
+	}
+	wg.Wait()
+	p.Elapsed = time.Since(start)
+	close(stopProgress)
+	pwg.Wait()
+	return nil
+}
+
+// AuditCheck is what the gateway's audit stream says of the requests run.
+type AuditCheck struct {
+	Requests  int // requests bench made (warm-up excluded)
+	Decisions int // decision records for them
+	Missing   int // requests with no decision record
+	Twice     int // requests with more than one
+	Votes     int // vote records for them
+	Err       string
+}
+
+func (a *AuditCheck) ok() bool { return a.Err == "" && a.Missing == 0 && a.Twice == 0 }

@@ -1,0 +1,221 @@
+package bench
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"runtime"
+	"slices"
+	"strings"
+	"time"
+
+	qredis "github.com/signoff/signoff/quorum/redis"
+)
+
+// Phase is the samples of one phase.
+type Phase struct {
+	Lifecycles int
+	Votes      int
+	Create     []time.Duration
+	Vote       []time.Duration
+	Waiter     []time.Duration
+	Elapsed    time.Duration
+}
+
+func (p *Phase) add(s sample) {
+	p.Lifecycles++
+	p.Votes += len(s.votes)
+	p.Create = append(p.Create, s.create)
+	p.Vote = append(p.Vote, s.votes...)
+	p.Waiter = append(p.Waiter, s.waiter)
+}
+
+func (p *Phase) merge(q *Phase) {
+	p.Lifecycles += q.Lifecycles
+	p.Votes += q.Votes
+	p.Create = append(p.Create, q.Create...)
+	p.Vote = append(p.Vote, q.Vote...)
+	p.Waiter = append(p.Waiter, q.Waiter...)
+}
+
+// PerSecond is n over the phase's time.
+func (p *Phase) PerSecond(n int) float64 {
+	if p.Elapsed <= 0 {
+		return 0
+	}
+	return float64(n) / p.Elapsed.Seconds()
+}
+
+// Report is one run's numbers.
+type Report struct {
+	Config      Config
+	Machine     string
+	Floor       FloorStats
+	Unloaded    Phase
+	Loaded      Phase
+	Audit       *AuditCheck
+	Errors      int64
+	FirstErrors []string
+}
+
+// Ratio is the unloaded vote path's median over the floor.
+func (r *Report) Ratio() float64 {
+	f := r.Floor.P50()
+	if f <= 0 {
+		return 0
+	}
+	return float64(pct(r.Unloaded.Vote, 50)) / float64(f)
+}
+
+// pct is the q-th percentile of ds (0 when empty).
+func pct(ds []time.Duration, q int) time.Duration {
+	if len(ds) == 0 {
+		return 0
+	}
+	s := slices.Clone(ds)
+	slices.Sort(s)
+	i := len(s) * q / 100
+	if i >= len(s) {
+		i = len(s) - 1
+	}
+	return s[i]
+}
+
+func dur(d time.Duration) string {
+	switch {
+	case d < time.Millisecond:
+		return fmt.Sprintf("%dµs", d.Microseconds())
+	case d < time.Second:
+		return fmt.Sprintf("%.2fms", float64(d)/float64(time.Millisecond))
+	}
+	return d.Round(time.Millisecond).String()
+}
+
+// Print writes the report.
+func (r *Report) Print(w io.Writer) {
+	c := r.Config
+	fmt.Fprintf(w, "signoff bench: gateway %s, persona %s, %d voter key(s)\n", c.URL, c.Persona, len(c.Voters))
+	for _, n := range c.Notes {
+		fmt.Fprintf(w, "  %s\n", n)
+	}
+	fmt.Fprintf(w, "machine: %s\n", r.Machine)
+	f := &r.Floor
+	fmt.Fprintf(w, "floor (p50 of %d samples each, taken between the unloaded lifecycles):\n", len(f.HTTP))
+	fmt.Fprintf(w, "  loopback HTTP round trip      %8s   p99 %s (trivial handler, same body)\n", dur(pct(f.HTTP, 50)), dur(pct(f.HTTP, 99)))
+	fmt.Fprintf(w, "  verify one reaction           %8s   p99 %s (signing.ParseReaction, the gateway's verify: id hash + BIP-340)\n", dur(pct(f.Verify, 50)), dur(pct(f.Verify, 99)))
+	fmt.Fprintf(w, "  Redis round trip (PING)       %8s   p99 %s\n", dur(pct(f.Redis, 50)), dur(pct(f.Redis, 99)))
+	fmt.Fprintf(w, "  floor                         %8s\n", dur(f.P50()))
+	u := &r.Unloaded
+	fmt.Fprintf(w, "unloaded (%d lifecycles, one at a time):\n", u.Lifecycles)
+	r.phase(w, u)
+	l := &r.Loaded
+	how := fmt.Sprintf("%s", c.Duration)
+	if c.N > 0 {
+		how = fmt.Sprintf("-n %d", c.N)
+	}
+	fmt.Fprintf(w, "loaded (concurrency %d, %s, took %s):\n", c.Concurrency, how, dur(l.Elapsed))
+	fmt.Fprintf(w, "  lifecycles/s                  %8.0f   (%d lifecycles: create, wait, vote, waiter answered)\n", l.PerSecond(l.Lifecycles), l.Lifecycles)
+	fmt.Fprintf(w, "  votes/s (verified, counted)   %8.0f   (%d votes)\n", l.PerSecond(l.Votes), l.Votes)
+	r.phase(w, l)
+	if a := r.Audit; a != nil {
+		switch {
+		case a.Err != "":
+			fmt.Fprintf(w, "decided exactly once: cannot tell (%s)\n", a.Err)
+		case a.ok():
+			fmt.Fprintf(w, "decided exactly once: yes — %d requests, %d decision records in the audit stream, 0 missing, 0 twice (%d vote records)\n", a.Requests, a.Decisions, a.Votes)
+		default:
+			fmt.Fprintf(w, "decided exactly once: NO — %d requests, %d decision records, %d missing, %d twice\n", a.Requests, a.Decisions, a.Missing, a.Twice)
+		}
+	}
+	fmt.Fprintf(w, "errors: %d\n", r.Errors)
+	for _, e := range r.FirstErrors {
+		fmt.Fprintf(w, "  %s\n", e)
+	}
+	fmt.Fprintf(w, "ratio vote-p50/floor: %.2f (unloaded vote p50 %s over floor %s; target ≤ 1.3)\n", r.Ratio(), dur(pct(u.Vote, 50)), dur(f.P50()))
+}
+
+func (r *Report) phase(w io.Writer, p *Phase) {
+	fmt.Fprintf(w, "  vote path (reaction POST → answer)  p50 %8s  p99 %8s\n", dur(pct(p.Vote, 50)), dur(pct(p.Vote, 99)))
+	fmt.Fprintf(w, "  reaction → waiter                   p50 %8s  p99 %8s\n", dur(pct(p.Waiter, 50)), dur(pct(p.Waiter, 99)))
+	fmt.Fprintf(w, "  create (POST /v1/requests)          p50 %8s  p99 %8s\n", dur(pct(p.Create, 50)), dur(pct(p.Create, 99)))
+}
+
+// machine describes where the run happened.
+func machine() string {
+	model := ""
+	if f, err := os.Open("/proc/cpuinfo"); err == nil {
+		sc := bufio.NewScanner(f)
+		for sc.Scan() {
+			if k, v, ok := strings.Cut(sc.Text(), ":"); ok && strings.TrimSpace(k) == "model name" {
+				model = ", " + strings.TrimSpace(v)
+				break
+			}
+		}
+		f.Close()
+	}
+	return fmt.Sprintf("%s/%s, %d CPUs (GOMAXPROCS %d)%s, %s", runtime.GOOS, runtime.GOARCH, runtime.NumCPU(), runtime.GOMAXPROCS(0), model, runtime.Version())
+}
+
+// checkAudit reads the gateway's audit stream until every request run has
+// its decision record (the outbox delivers them a moment after the
+// decision) or 15 s pass, and counts them.
+func (b *run) checkAudit(ctx context.Context, st *qredis.Store) *AuditCheck {
+	b.mu.Lock()
+	ids := slices.Clone(b.ids)
+	b.mu.Unlock()
+	ours := make(map[string]bool, len(ids))
+	for _, id := range ids {
+		ours[id] = true
+	}
+	deadline := time.Now().Add(15 * time.Second)
+	for {
+		a := &AuditCheck{Requests: len(ours)}
+		decisions := map[string]int{}
+		var after uint64
+		for {
+			recs, err := st.AuditRecords(ctx, after, 5000)
+			if err != nil {
+				return &AuditCheck{Err: err.Error()}
+			}
+			if len(recs) == 0 {
+				break
+			}
+			for _, line := range recs {
+				var rec struct {
+					Seq       uint64 `json:"seq"`
+					Type      string `json:"type"`
+					RequestID string `json:"request_id"`
+				}
+				if err := json.Unmarshal(line, &rec); err != nil {
+					return &AuditCheck{Err: "audit record: " + err.Error()}
+				}
+				after = rec.Seq
+				if !ours[rec.RequestID] {
+					continue
+				}
+				switch rec.Type {
+				case "decision":
+					decisions[rec.RequestID]++
+					a.Decisions++
+				case "vote":
+					a.Votes++
+				}
+			}
+		}
+		for id := range ours {
+			switch n := decisions[id]; {
+			case n == 0:
+				a.Missing++
+			case n > 1:
+				a.Twice++
+			}
+		}
+		if a.Missing == 0 || time.Now().After(deadline) || ctx.Err() != nil {
+			return a
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}
