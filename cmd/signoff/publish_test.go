@@ -11,6 +11,7 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	gonostr "github.com/nbd-wtf/go-nostr"
 
@@ -163,8 +164,25 @@ func TestPublishPostsAPlainEscapedMessageOnEveryChannel(t *testing.T) {
 	if n := len(dc.Posts()); n != 1 {
 		t.Errorf("discord: %d posts, want only the first", n)
 	}
-	if code, body := postPublish(t, pub, map[string]string{"persona": "demo", "text": strings.Repeat("é", bot.MaxPublishLen)}); code != http.StatusOK {
+	long := strings.Repeat("é", bot.MaxPublishLen/2) + " " + strings.Repeat("e", bot.MaxPublishLen/2-1)
+	if code, body := postPublish(t, pub, map[string]string{"persona": "demo", "text": long}); code != http.StatusOK || strings.Contains(body, `"discord"`) && strings.Contains(body, `"error"`) {
 		t.Errorf("text of exactly %d chars: %d %s", bot.MaxPublishLen, code, body)
+	}
+	// Discord refuses content over 2000 characters (the fake does too):
+	// the text goes out in parts that join to exactly what was published.
+	var joined strings.Builder
+	for i, p := range dc.Posts()[1:] {
+		var m struct{ Content string }
+		if err := json.Unmarshal(p.Body, &m); err != nil {
+			t.Fatal(err)
+		}
+		if n := utf8.RuneCountInString(m.Content); n > 2000 {
+			t.Errorf("discord part %d is %d characters, over Discord's 2000", i, n)
+		}
+		joined.WriteString(m.Content)
+	}
+	if want := bot.PublishText("demo", long); joined.String() != want {
+		t.Errorf("discord parts join to %d characters, want the %d published", utf8.RuneCountInString(joined.String()), utf8.RuneCountInString(want))
 	}
 
 	// The CLI: signoff publish TEXT with the e2e token (all scopes).

@@ -18,6 +18,7 @@ import (
 	"sync"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/gorilla/websocket"
 )
@@ -181,6 +182,11 @@ func (s *Server) createMessage(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusBadRequest, map[string]any{"message": "Cannot send an empty message", "code": 50006})
 		return
 	}
+	if tooLong(body) {
+		writeJSON(w, http.StatusBadRequest, map[string]any{"message": "Invalid Form Body", "code": 50035,
+			"errors": map[string]any{"content": map[string]any{"_errors": []map[string]string{{"code": "BASE_TYPE_MAX_LENGTH", "message": "Must be 2000 or fewer in length."}}}}})
+		return
+	}
 	s.mu.Lock()
 	if s.failChannels[cid] {
 		s.mu.Unlock()
@@ -196,10 +202,23 @@ func (s *Server) createMessage(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, out)
 }
 
+// tooLong reports a message body whose content is over Discord's limit
+// of 2000 characters, which Discord refuses.
+func tooLong(body json.RawMessage) bool {
+	var m struct {
+		Content string `json:"content"`
+	}
+	return json.Unmarshal(body, &m) == nil && utf8.RuneCountInString(m.Content) > 2000
+}
+
 func (s *Server) editMessage(w http.ResponseWriter, r *http.Request) {
 	cid, mid := r.PathValue("cid"), r.PathValue("mid")
 	var body json.RawMessage
 	if err := json.NewDecoder(r.Body).Decode(&body); err != nil {
+		writeJSON(w, http.StatusBadRequest, map[string]any{"message": "Invalid Form Body", "code": 50035})
+		return
+	}
+	if tooLong(body) {
 		writeJSON(w, http.StatusBadRequest, map[string]any{"message": "Invalid Form Body", "code": 50035})
 		return
 	}
