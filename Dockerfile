@@ -12,7 +12,14 @@ WORKDIR /src
 COPY go.mod go.sum ./
 RUN go mod download
 COPY . .
-RUN CGO_ENABLED=0 go build -trimpath -ldflags="-s -w" -o /out/signoff ./cmd/signoff
+# --build-arg LIBSECP256K1=1 verifies Nostr signatures with Debian's
+# libsecp256k1 (cgo, linked statically so the distroless image still runs it).
+ARG LIBSECP256K1=
+RUN if [ -n "$LIBSECP256K1" ]; then \
+      apt-get update -qq && apt-get install -y -qq libsecp256k1-dev && \
+      CGO_ENABLED=1 go build -tags libsecp256k1,netgo,osusergo -trimpath \
+        -ldflags="-s -w -linkmode external -extldflags -static" -o /out/signoff ./cmd/signoff; \
+    else CGO_ENABLED=0 go build -trimpath -ldflags="-s -w" -o /out/signoff ./cmd/signoff; fi
 # The data dir (gateway key, token secret, audit log) is a volume; made
 # here so it belongs to nonroot (a volume on a missing dir is root's).
 RUN mkdir -p /out/data

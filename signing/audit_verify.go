@@ -8,8 +8,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-
-	"github.com/btcsuite/btcd/btcec/v2/schnorr"
 )
 
 // ChainError says where an audit log breaks.
@@ -228,19 +226,14 @@ func verifySchnorr(pubHex string, msg []byte, sigHex string) error {
 	if err != nil || len(pb) != 32 {
 		return errors.New("signer is not a 32-byte hex public key")
 	}
-	pub, err := schnorr.ParsePubKey(pb)
-	if err != nil {
-		return errors.New("signer is not a valid public key")
-	}
 	sb, err := hex.DecodeString(sigHex)
 	if err != nil {
 		return errors.New("signature is not hex")
 	}
-	sig, err := schnorr.ParseSignature(sb)
-	if err != nil {
+	if len(sb) != 64 {
 		return errors.New("signature is malformed")
 	}
-	if !sig.Verify(msg, pub) {
+	if !VerifySchnorr(pb, msg, sb) {
 		return errors.New("signature does not verify")
 	}
 	return nil

@@ -1,6 +1,7 @@
 package signing
 
 import (
+	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
@@ -12,6 +13,7 @@ import (
 	"time"
 
 	"github.com/btcsuite/btcd/btcec/v2"
+	"github.com/btcsuite/btcd/btcec/v2/schnorr"
 	"github.com/nbd-wtf/go-nostr"
 	"github.com/nbd-wtf/go-nostr/nip19"
 )
@@ -85,7 +87,7 @@ func (k *Key) SignEvent(kind int, content string, tags [][]string, at time.Time)
 	for _, t := range tags {
 		ev.Tags = append(ev.Tags, nostr.Tag(t))
 	}
-	if err := ev.Sign(k.secret); err != nil {
+	if err := k.Sign(&ev); err != nil {
 		return nil, "", fmt.Errorf("sign event: %w", err)
 	}
 	raw, err := json.Marshal(ev)
@@ -95,8 +97,30 @@ func (k *Key) SignEvent(kind int, content string, tags [][]string, at time.Time)
 	return raw, ev.ID, nil
 }
 
-// Sign signs ev in place (it sets PubKey, ID and Sig).
-func (k *Key) Sign(ev *nostr.Event) error { return ev.Sign(k.secret) }
+// Sign signs ev in place (it sets PubKey, ID and Sig). It is go-nostr's
+// pure-Go Sign, kept here so that -tags libsecp256k1 (which also switches
+// go-nostr's own Sign to libsecp256k1 with random nonces) changes only how
+// signatures are verified: the same event signs to the same bytes in
+// every build (deterministic BIP-340 nonces, as the golden vectors pin).
+func (k *Key) Sign(ev *nostr.Event) error {
+	sb, err := hex.DecodeString(k.secret)
+	if err != nil {
+		return errors.New("secret key is not hex")
+	}
+	if ev.Tags == nil {
+		ev.Tags = nostr.Tags{}
+	}
+	sk, pk := btcec.PrivKeyFromBytes(sb)
+	ev.PubKey = hex.EncodeToString(schnorr.SerializePubKey(pk))
+	h := sha256.Sum256(ev.Serialize())
+	sig, err := schnorr.Sign(sk, h[:])
+	if err != nil {
+		return err
+	}
+	ev.ID = hex.EncodeToString(h[:])
+	ev.Sig = hex.EncodeToString(sig.Serialize())
+	return nil
+}
 
 // ParsePublicKey reads a public key given as npub or 64 hex characters and
 // returns it as lowercase hex.

@@ -1,6 +1,7 @@
 package signing
 
 import (
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"strings"
@@ -43,8 +44,14 @@ func VerifyEvent(raw []byte) (*nostr.Event, error) {
 	if !ev.CheckID() {
 		return nil, bot.Errorf(bot.EUnauthorized, "event id does not match its content")
 	}
-	ok, err := ev.CheckSignature()
-	if err != nil || !ok {
+	// The id is now known to be the hash CheckSignature would recompute
+	// (a second serialization); verify against it directly.
+	var id, pub [32]byte
+	var sig [64]byte
+	hex.Decode(id[:], []byte(ev.ID)) // lowercase hex of the right length, checked above
+	hex.Decode(pub[:], []byte(ev.PubKey))
+	hex.Decode(sig[:], []byte(ev.Sig))
+	if !VerifySchnorr(pub[:], id[:], sig[:]) {
 		return nil, bot.Errorf(bot.EUnauthorized, "event signature does not verify")
 	}
 	return &ev, nil

@@ -1,0 +1,240 @@
+package signing
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/csv"
+	"encoding/hex"
+	"fmt"
+	"os"
+	"testing"
+
+	"github.com/btcsuite/btcd/btcec/v2"
+	"github.com/btcsuite/btcd/btcec/v2/schnorr"
+)
+
+type bip340Vector struct {
+	index         string
+	pub, msg, sig []byte
+	valid         bool
+	comment       string
+}
+
+// bip340Vectors reads the official BIP-340 vectors (bitcoin/bips,
+// bip-0340/test-vectors.csv, the 32-byte-message ones).
+func bip340Vectors(t testing.TB) []bip340Vector {
+	f, err := os.Open("testdata/bip340-vectors.csv")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	rows, err := csv.NewReader(f).ReadAll()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []bip340Vector
+	for _, r := range rows[1:] {
+		dec := func(s string) []byte {
+			b, err := hex.DecodeString(s)
+			if err != nil {
+				t.Fatalf("vector %s: %v", r[0], err)
+			}
+			return b
+		}
+		out = append(out, bip340Vector{index: r[0], pub: dec(r[2]), msg: dec(r[4]), sig: dec(r[5]), valid: r[6] == "TRUE", comment: r[7]})
+	}
+	if len(out) < 15 {
+		t.Fatalf("read %d BIP-340 vectors, want 15", len(out))
+	}
+	return out
+}
+
+func TestSchnorrLibraryInUse(t *testing.T) {
+	if got := SchnorrLibrary(); got != wantSchnorrLibrary {
+		t.Fatalf("VerifySchnorr uses %q, want %q for this build", got, wantSchnorrLibrary)
+	}
+}
+
+// Every compiled-in implementation gives every official vector its
+// expected result, twice: the second pass goes through the key cache.
+func TestVerifySchnorrBIP340Vectors(t *testing.T) {
+	vs := bip340Vectors(t)
+	// Derived from the vectors: vector 1's good signature under vector 2's
+	// key, and each length one short.
+	v1, v2 := vs[1], vs[2]
+	extra := []bip340Vector{
+		{index: "wrong key", pub: v2.pub, msg: v1.msg, sig: v1.sig},
+		{index: "short key", pub: v1.pub[:31], msg: v1.msg, sig: v1.sig},
+		{index: "short msg", pub: v1.pub, msg: v1.msg[:31], sig: v1.sig},
+		{index: "short sig", pub: v1.pub, msg: v1.msg, sig: v1.sig[:63]},
+		{index: "empty", pub: nil, msg: nil, sig: nil},
+	}
+	for _, impl := range SchnorrVerifiers() {
+		for pass := range 2 {
+			for _, v := range append(vs, extra...) {
+				t.Run(fmt.Sprintf("%s/pass%d/%s", impl.Name, pass, v.index), func(t *testing.T) {
+					if got := impl.Verify(v.pub, v.msg, v.sig); got != v.valid {
+						t.Errorf("Verify = %v, want %v (%s)", got, v.valid, v.comment)
+					}
+				})
+			}
+		}
+	}
+}
+
+// The gateway's own path: an event signed by a vector's key (off-curve
+// key, s ≥ n) is refused by VerifyEvent whatever the library.
+func TestVerifyEventRefusesVectorForgeries(t *testing.T) {
+	vs := bip340Vectors(t)
+	for _, v := range []bip340Vector{vs[5], vs[13], vs[14]} {
+		ev := ntEvent(nil)
+		ev.PubKey = hex.EncodeToString(v.pub)
+		h := sha256.Sum256(ev.Serialize())
+		ev.ID = hex.EncodeToString(h[:])
+		ev.Sig = hex.EncodeToString(v.sig)
+		if _, err := VerifyEvent(ntJSON(ev)); err == nil {
+			t.Errorf("vector %s (%s): VerifyEvent accepted it", v.index, v.comment)
+		}
+	}
+}
+
+// fuzzKey derives a key from seed (never zero).
+func fuzzKey(seed []byte) *btcec.PrivateKey {
+	h := sha256.Sum256(seed)
+	k, _ := btcec.PrivKeyFromBytes(h[:])
+	return k
+}
+
+// FuzzSchnorrAgree: for random keys and messages, every implementation
+// accepts the signature, rejects it tampered (a flipped bit of sig, msg
+// or key), and all agree on arbitrary bytes.
+func FuzzSchnorrAgree(f *testing.F) {
+	f.Add([]byte("alice"), []byte("a message"), uint(0), []byte{})
+	f.Add([]byte("bob"), []byte{}, uint(511), bytes.Repeat([]byte{0xff}, 128))
+	vs := bip340Vectors(f)
+	for _, v := range vs {
+		f.Add([]byte(v.index), v.msg, uint(len(v.index)*37), append(append(append([]byte{}, v.pub...), v.msg...), v.sig...))
+	}
+	impls := SchnorrVerifiers()
+	f.Fuzz(func(t *testing.T, seed, text []byte, flip uint, raw []byte) {
+		priv := fuzzKey(seed)
+		msg := sha256.Sum256(text)
+		s, err := schnorr.Sign(priv, msg[:])
+		if err != nil {
+			t.Fatal(err)
+		}
+		pub := schnorr.SerializePubKey(priv.PubKey())
+		sig := s.Serialize()
+		for _, impl := range impls {
+			if !impl.Verify(pub, msg[:], sig) {
+				t.Fatalf("%s refuses a good signature", impl.Name)
+			}
+		}
+		// One bit flipped in sig (512 bits), msg (256) or pub (256).
+		bit := flip % (512 + 256 + 256)
+		tp, tm, ts := bytes.Clone(pub), bytes.Clone(msg[:]), bytes.Clone(sig)
+		switch {
+		case bit < 512:
+			ts[bit/8] ^= 1 << (bit % 8)
+		case bit < 768:
+			tm[(bit-512)/8] ^= 1 << (bit % 8)
+		default:
+			tp[(bit-768)/8] ^= 1 << (bit % 8)
+		}
+		for _, impl := range impls {
+			if impl.Verify(tp, tm, ts) {
+				t.Fatalf("%s accepts a signature with bit %d flipped", impl.Name, bit)
+			}
+		}
+		// Arbitrary bytes: a key, a message, a signature (mostly invalid).
+		if len(raw) >= 128 {
+			p, m, g := raw[:32], raw[32:64], raw[64:128]
+			want := impls[0].Verify(p, m, g)
+			for _, impl := range impls[1:] {
+				if got := impl.Verify(p, m, g); got != want {
+					t.Fatalf("%s says %v, %s says %v for key %x msg %x sig %x", impls[0].Name, want, impl.Name, got, p, m, g)
+				}
+			}
+		}
+	})
+}
+
+// BenchmarkVerify puts every compiled-in implementation side by side
+// (-tags libsecp256k1 adds libsecp256k1 to pure-Go btcec): a key seen
+// before (its parsed point cached: a persona's members) and a fresh key
+// each time (more keys than the cache holds).
+func BenchmarkVerify(b *testing.B) {
+	type signed struct{ pub, msg, sig []byte }
+	sign := func(i int) signed {
+		priv := fuzzKey([]byte(fmt.Sprint("bench", i)))
+		msg := sha256.Sum256([]byte(fmt.Sprint("event", i)))
+		s, err := schnorr.Sign(priv, msg[:])
+		if err != nil {
+			b.Fatal(err)
+		}
+		return signed{schnorr.SerializePubKey(priv.PubKey()), msg[:], s.Serialize()}
+	}
+	one := sign(0)
+	var fresh []signed
+	for _, impl := range SchnorrVerifiers() {
+		b.Run(impl.Name+"/cached-key", func(b *testing.B) {
+			for b.Loop() {
+				if !impl.Verify(one.pub, one.msg, one.sig) {
+					b.Fatal("verify")
+				}
+			}
+		})
+		b.Run(impl.Name+"/fresh-key", func(b *testing.B) {
+			if fresh == nil {
+				for i := range keyCacheMax + 1 {
+					fresh = append(fresh, sign(i))
+				}
+			}
+			i := 0
+			for b.Loop() {
+				s := fresh[i%len(fresh)]
+				i++
+				if !impl.Verify(s.pub, s.msg, s.sig) {
+					b.Fatal("verify")
+				}
+			}
+		})
+	}
+}
+
+// An attacker who has seen alice's key verify (so it is cached) still
+// cannot pass a signature alice did not make under it.
+func TestForgeryUnderCachedKeyIsRefused(t *testing.T) {
+	alice := fuzzKey([]byte("alice"))
+	msg := sha256.Sum256([]byte("approve"))
+	s, _ := schnorr.Sign(alice, msg[:])
+	pub, sig := schnorr.SerializePubKey(alice.PubKey()), s.Serialize()
+	mallory := fuzzKey([]byte("mallory"))
+	forged, _ := schnorr.Sign(mallory, msg[:])
+	other := sha256.Sum256([]byte("deny"))
+	for _, impl := range SchnorrVerifiers() {
+		if !impl.Verify(pub, msg[:], sig) {
+			t.Fatalf("%s: alice's own signature refused", impl.Name)
+		}
+		if impl.Verify(pub, msg[:], forged.Serialize()) {
+			t.Errorf("%s: mallory's signature passes under alice's cached key", impl.Name)
+		}
+		if impl.Verify(pub, other[:], sig) {
+			t.Errorf("%s: alice's signature passes for another message", impl.Name)
+		}
+	}
+}
+
+// A flood of events under fresh keys never holds more than keyCacheMax
+// parsed keys.
+func TestFreshKeyFloodIsBounded(t *testing.T) {
+	var c keyCache[*int]
+	for i := range 3*keyCacheMax + 7 {
+		var pub [32]byte
+		pub[0], pub[1], pub[2] = byte(i), byte(i>>8), byte(i>>16)
+		c.put(pub[:], &i)
+		if len(c.m) > keyCacheMax {
+			t.Fatalf("after %d keys the cache holds %d, want ≤ %d", i+1, len(c.m), keyCacheMax)
+		}
+	}
+}
