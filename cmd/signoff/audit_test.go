@@ -30,7 +30,11 @@ func TestMain(m *testing.M) {
 		main()
 		return
 	}
-	os.Exit(m.Run())
+	code := m.Run()
+	if binPath != "" {
+		os.RemoveAll(filepath.Dir(binPath)) // the binary signoffBinary built
+	}
+	os.Exit(code)
 }
 
 // serveUntil runs serve in-process on the current environment until the
