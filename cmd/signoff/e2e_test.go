@@ -50,6 +50,15 @@ func gatewayOn(t *testing.T, persona, redisURL string) (ownerKeyFile string) {
 // replaced by the owner key's npub.
 func gatewayPersonas(t *testing.T, redisURL string, files ...string) (ownerKeyFile string) {
 	t.Helper()
+	ownerKeyFile, _ = startGateway(t, redisURL, files...)
+	return ownerKeyFile
+}
+
+// startGateway is gatewayPersonas returning serve's log too. With no
+// files, serve runs on its embedded default: no SIGNOFF_PERSONAS, and a
+// HOME (user config dir) with no personas in it, as on a fresh machine.
+func startGateway(t *testing.T, redisURL string, files ...string) (ownerKeyFile string, logs *syncBuffer) {
+	t.Helper()
 	dir := t.TempDir()
 	owner := signing.NewKey()
 	ownerKeyFile = filepath.Join(dir, "owner.key")
@@ -71,6 +80,12 @@ func gatewayPersonas(t *testing.T, redisURL string, files ...string) (ownerKeyFi
 	t.Setenv("SIGNOFF_LISTEN", "127.0.0.1:0")
 	t.Setenv("SIGNOFF_DATA_DIR", filepath.Join(dir, "data"))
 	t.Setenv("SIGNOFF_PERSONAS", personas)
+	if len(files) == 0 {
+		home := filepath.Join(dir, "home")
+		t.Setenv("HOME", home)
+		t.Setenv("XDG_CONFIG_HOME", filepath.Join(home, ".config"))
+		os.Unsetenv("SIGNOFF_PERSONAS") // restored by t.Setenv's cleanup
+	}
 	t.Setenv("SIGNOFF_REDIS_URL", redisURL)
 	t.Setenv("SIGNOFF_KEY", ownerKeyFile)
 	t.Setenv("SIGNOFF_TOKEN", "")
@@ -82,7 +97,7 @@ func gatewayPersonas(t *testing.T, redisURL string, files ...string) (ownerKeyFi
 
 	ctx, cancel := context.WithCancel(context.Background())
 	addr := make(chan string, 1)
-	logs := &syncBuffer{}
+	logs = &syncBuffer{}
 	done := make(chan int, 1)
 	a := &app{stdout: logs, stderr: logs, ready: func(s string) { addr <- s }}
 	go func() { done <- a.run(ctx, []string{"serve"}) }()
@@ -103,7 +118,7 @@ func gatewayPersonas(t *testing.T, redisURL string, files ...string) (ownerKeyFi
 			t.Logf("serve's log:\n%s", logs)
 		}
 	})
-	return ownerKeyFile
+	return ownerKeyFile, logs
 }
 
 // cli runs one signoff command in-process and returns its exit code and output.

@@ -239,8 +239,10 @@ func loadPersonas(dir string, log *slog.Logger) ([]bot.Persona, error) {
 	if _, statErr := os.Stat(dir); errors.Is(statErr, os.ErrNotExist) && dir == "configs/personas" {
 		dir = userPersonasDir() // where `signoff init` writes yours
 	}
+	embedded := false
 	if _, statErr := os.Stat(dir); errors.Is(statErr, os.ErrNotExist) && dir == userPersonasDir() {
 		personas, problems, err = loadEmbeddedPersonas()
+		embedded = true
 		log.Info("personas: configs/personas not found here, nor " + dir + "; using the embedded example (run `signoff init` to make one you own)")
 	} else {
 		personas, problems, err = quorum.LoadDir(dir)
@@ -271,8 +273,22 @@ func loadPersonas(dir string, log *slog.Logger) ([]bot.Persona, error) {
 		}
 		log.Info("loaded persona", "name", p.Name, "owner", owner, "members", len(p.Members),
 			"approvalQuorum", p.ApprovalQuorum, "denyQuorum", p.DenyQuorum, "proof", p.Proof, "timeout", p.Timeout, "channels", chans)
+		if p.Owner == nil {
+			log.Warn(noOwnerWarning(p.Name, embedded, dir))
+		}
 	}
 	return personas, nil
+}
+
+// noOwnerWarning is serve's start-up line for a persona no one can approve
+// (the embedded example is one): its requests are denied at once.
+func noOwnerWarning(name string, embedded bool, dir string) string {
+	where := "add an owner to its file in " + dir
+	if embedded {
+		where = "the embedded example has none on purpose"
+	}
+	return fmt.Sprintf("NO ONE CAN APPROVE: persona %s has no owner, so every request of it is denied at once (%s). "+
+		"To approve, run `signoff init` (your key and a persona you own, in %s) and restart serve; see the README's walkthrough", name, where, userPersonasDir())
 }
 
 func loadEmbeddedPersonas() ([]bot.Persona, quorum.Problems, error) {
