@@ -28,6 +28,7 @@ const MaxAnswers = 1000
 type Store struct {
 	rdb    goredis.UniversalClient
 	prefix string
+	refs   refCache // message → request, for requests made or posted here
 	// Retention is how long a decided request is kept (default 30 days).
 	Retention time.Duration
 
@@ -186,6 +187,9 @@ func (s *Store) Create(ctx context.Context, r *bot.Request, p bot.Persona) error
 		return unavailable("index request", err)
 	}
 	s.remember(r.ID, p)
+	for _, m := range r.Messages {
+		s.refs.put(m.Key(), r.ID)
+	}
 	return nil
 }
 
@@ -214,11 +218,17 @@ func (s *Store) AddMessages(ctx context.Context, id string, refs []bot.MessageRe
 	if err != nil {
 		return unavailable("add messages", err)
 	}
+	for _, m := range refs {
+		s.refs.put(m.Key(), id)
+	}
 	return nil
 }
 
 // Lookup finds the request a message belongs to.
 func (s *Store) Lookup(ctx context.Context, ref bot.MessageRef) (string, error) {
+	if id, ok := s.refs.get(ref.Key()); ok {
+		return id, nil
+	}
 	id, err := s.rdb.Get(ctx, s.key("ref", ref.Key())).Result()
 	if errors.Is(err, goredis.Nil) {
 		return "", bot.Errorf(bot.ENotFound, "no request was posted as %s message %s", ref.Platform, ref.ID)
@@ -226,6 +236,7 @@ func (s *Store) Lookup(ctx context.Context, ref bot.MessageRef) (string, error) 
 	if err != nil {
 		return "", unavailable("lookup", err)
 	}
+	s.refs.put(ref.Key(), id)
 	return id, nil
 }
 

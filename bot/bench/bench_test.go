@@ -1,0 +1,105 @@
+package bench
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"testing"
+	"time"
+
+	"github.com/signoff/signoff/bot"
+	"github.com/signoff/signoff/bot/bottest"
+	"github.com/signoff/signoff/bot/httpapi"
+	"github.com/signoff/signoff/signing"
+)
+
+// The floor's pieces and the vote path, as Go benchmarks: run them with
+// SIGNOFF_TEST_REDIS_URL set for the real Redis beside the embedded one,
+// and compare runs with benchstat.
+
+// BenchmarkFloor is what a vote cannot avoid, piece by piece.
+func BenchmarkFloor(b *testing.B) {
+	owner := signing.NewKey()
+	b.Run("http", func(b *testing.B) {
+		f := benchFloor(b, owner)
+		c := &http.Client{Transport: transport(4)}
+		for b.Loop() {
+			resp, err := c.Post(f.srv.URL+"/v1/nostr/events", "application/json", bytes.NewReader(f.body))
+			if err != nil {
+				b.Fatal(err)
+			}
+			io.Copy(io.Discard, resp.Body)
+			resp.Body.Close()
+		}
+	})
+	b.Run("verify", func(b *testing.B) {
+		f := benchFloor(b, owner)
+		for b.Loop() {
+			if _, err := signing.ParseReaction(f.body, f.at); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	for _, backend := range bottest.Backends() {
+		b.Run("redis-ping/"+backend, func(b *testing.B) {
+			rdb := bottest.Start(b, backend).Client(b)
+			ctx := context.Background()
+			for b.Loop() {
+				if err := rdb.Ping(ctx).Err(); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
+
+func benchFloor(b *testing.B, k *signing.Key) *floor {
+	b.Helper()
+	srv := bottest.Start(b, "embedded")
+	f, err := newFloor(context.Background(), srv.Client(b), k)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(f.close)
+	return f
+}
+
+// BenchmarkVotePath is one decisive reaction through the real HTTP API of
+// an in-process gateway (httpapi on bot.Gateway on the Redis store, audit
+// and outbox on): POST /v1/nostr/events → verify → tally → seal → answer.
+// Its requests are made before the timer starts.
+func BenchmarkVotePath(b *testing.B) {
+	for _, backend := range bottest.Backends() {
+		b.Run(backend, func(b *testing.B) {
+			srv := bottest.Start(b, backend)
+			owner := bottest.NewPerson("owner")
+			p := bot.Persona{Name: "bench", Owner: &bot.Person{Name: "owner", Identities: []bot.Identity{owner.Identity()}}, DenyQuorum: 1, Timeout: time.Hour}
+			env := bottest.NewOn(b, srv.Client(b), srv.Prefix, p, nil)
+			api := httptest.NewServer((&httpapi.Server{Gateway: env.Gateway}).Handler())
+			b.Cleanup(api.Close)
+			c := &http.Client{Transport: transport(4)}
+			now := time.Now()
+			raws := make([][]byte, b.N)
+			for i := range b.N {
+				r := env.Submit(b, bot.NewRequest{Persona: "bench", Action: fmt.Sprint("deploy ", i)})
+				raws[i] = owner.Reaction(r, "✅", now)
+			}
+			b.ResetTimer()
+			for i := range b.N {
+				resp, err := c.Post(api.URL+"/v1/nostr/events", "application/json", bytes.NewReader(raws[i]))
+				if err != nil {
+					b.Fatal(err)
+				}
+				body, _ := io.ReadAll(resp.Body)
+				resp.Body.Close()
+				if resp.StatusCode != http.StatusOK || !bytes.Contains(body, []byte(`"approved"`)) {
+					b.Fatalf("vote %d: %s %s", i, resp.Status, body)
+				}
+			}
+			b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "votes/s")
+		})
+	}
+}

@@ -1,0 +1,63 @@
+package redis_test
+
+import (
+	"context"
+	"sync/atomic"
+	"testing"
+
+	goredis "github.com/redis/go-redis/v9"
+
+	"github.com/signoff/signoff/bot"
+	"github.com/signoff/signoff/bot/bottest"
+	qredis "github.com/signoff/signoff/quorum/redis"
+)
+
+// countingHook counts the commands a real client sends.
+type countingHook struct{ n atomic.Int64 }
+
+func (h *countingHook) DialHook(next goredis.DialHook) goredis.DialHook { return next }
+func (h *countingHook) ProcessHook(next goredis.ProcessHook) goredis.ProcessHook {
+	return func(ctx context.Context, cmd goredis.Cmder) error { h.n.Add(1); return next(ctx, cmd) }
+}
+func (h *countingHook) ProcessPipelineHook(next goredis.ProcessPipelineHook) goredis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []goredis.Cmder) error { h.n.Add(1); return next(ctx, cmds) }
+}
+
+// TestLookupOnTheCreatingReplicaNeedsNoRoundTrip: the replica that made a
+// request finds it from its event (and a message posted later) in memory;
+// another replica, and an unknown message, still ask Redis.
+func TestLookupOnTheCreatingReplicaNeedsNoRoundTrip(t *testing.T) {
+	for _, backend := range bottest.Backends() {
+		t.Run(backend, func(t *testing.T) {
+			srv := bottest.Start(t, backend)
+			rdb := srv.Client(t)
+			hook := &countingHook{}
+			rdb.AddHook(hook)
+			here := qredis.New(rdb, srv.Prefix)
+			other := srv.Store(t)
+			ctx := context.Background()
+			p := bot.Persona{Name: "p", Owner: &bot.Person{Name: "o"}, DenyQuorum: 1}
+			r := newRequest(t, here, p)
+			later := bot.MessageRef{Platform: bot.Slack, Channel: "C1", ID: "1700000000.000100"}
+			if err := here.AddMessages(ctx, r.ID, []bot.MessageRef{later}); err != nil {
+				t.Fatal(err)
+			}
+			for _, ref := range []bot.MessageRef{r.Messages[0], later} {
+				before := hook.n.Load()
+				id, err := here.Lookup(ctx, ref)
+				if err != nil || id != r.ID {
+					t.Fatalf("lookup %s here = %q, %v; want %s", ref.Key(), id, err, r.ID)
+				}
+				if n := hook.n.Load() - before; n != 0 {
+					t.Errorf("lookup %s on the creating replica sent %d commands, want 0", ref.Key(), n)
+				}
+				if id, err := other.Lookup(ctx, ref); err != nil || id != r.ID {
+					t.Errorf("lookup %s on another replica = %q, %v; want %s from Redis", ref.Key(), id, err, r.ID)
+				}
+			}
+			if _, err := here.Lookup(ctx, bot.MessageRef{Platform: bot.Nostr, ID: "0000"}); bot.ErrorCode(err) != bot.ENotFound {
+				t.Errorf("lookup of an unknown message: err = %v, want %s", err, bot.ENotFound)
+			}
+		})
+	}
+}
