@@ -103,6 +103,35 @@ type PersonaStore interface {
 	Persona(ctx context.Context, name string) (bot.Persona, error)
 }
 
+// CommandLister is a Classifier that can also list the simple commands a
+// command line would run, wrappers seen through (risk.Classifier is one).
+type CommandLister interface {
+	Commands(cmd string) []string
+}
+
+// seeThrough adds to a shell call's subjects the commands its wrappers
+// run (`sudo git push`, `bash -c 'git push'`, `env X=1 nohup git push`),
+// so deny and ask rules hold through them. Subjects only tighten: a call
+// is allowed only when every subject is, so `sudo X` is never allowed by
+// a rule that allows X.
+func (c *Checker) seeThrough(call Call) Call {
+	l, ok := c.Classifier.(CommandLister)
+	if !ok || call.Tool != "bash" || call.Line == "" {
+		return call
+	}
+	have := make(map[string]bool, len(call.Subjects))
+	for _, s := range call.Subjects {
+		have[s] = true
+	}
+	for _, s := range l.Commands(call.Line) {
+		if s = normalize(s); s != "" && !have[s] {
+			have[s] = true
+			call.Subjects = append(call.Subjects, s)
+		}
+	}
+	return call
+}
+
 // Checker decides /v1/check: the one place where rules, grants, modes, the
 // reviewer and the classifier's level decide whether a call may run.
 type Checker struct {
@@ -212,7 +241,7 @@ func (c *Checker) CheckWith(ctx context.Context, ch Check, reqs Requests) (*Resu
 	if ch.Mode != "" && modeRank[ch.Mode] > modeRank[mode] {
 		mode = ch.Mode
 	}
-	call := callOf(ch.Kind, ch.Action, ch.Tool, ch.Input, ch.Cwd)
+	call := c.seeThrough(callOf(ch.Kind, ch.Action, ch.Tool, ch.Input, ch.Cwd))
 	a := c.classify(ch)
 	var repo *RepoRules
 	if call.Tool != "network" && call.Tool != "text" {

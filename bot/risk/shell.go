@@ -35,6 +35,8 @@ type walker struct {
 	argBuf [12]word // plainWords' words, kept with a pooled walker
 
 	rd strings.Reader // the parser's input, kept with a pooled walker
+
+	visit func([]word) // Commands: told each simple command as it would run
 }
 
 // add records a level and its reason (with its rule id, if any, as
@@ -622,6 +624,9 @@ func (w *walker) write(t word, how string) {
 func (w *walker) command(args []word, stdin in, cx ctx) {
 	if len(args) == 0 {
 		return
+	}
+	if w.visit != nil {
+		w.visit(args)
 	}
 	name := args[0]
 	if !name.static {
