@@ -40,7 +40,7 @@ type MCPOptions struct {
 type ApprovalIn struct {
 	Action  string `json:"action" jsonschema:"what you want to do: a shell command, a tool call, a network destination, or plain words (deploy v2 to prod)"`
 	Reason  string `json:"reason,omitempty" jsonschema:"why you want to do it; people read this before they decide"`
-	Persona string `json:"persona,omitempty" jsonschema:"the persona whose people decide (default: the server's)"`
+	Persona string `json:"persona,omitempty" jsonschema:"the persona whose people decide (leave it out: the server asks only the persona it was started with, and refuses calls naming another)"`
 	Kind    string `json:"kind,omitempty" jsonschema:"command, tool, network or text (default text; say command for a shell command so its risk is shown)"`
 }
 
