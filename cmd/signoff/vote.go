@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"time"
@@ -15,16 +16,19 @@ func init() {
 	commands["deny"] = func(ctx context.Context, a *app, args []string) int { return vote(ctx, a, args, bot.Deny) }
 }
 
-// vote signs a NIP-25 reaction with the person's own key and submits it:
-// the gateway treats it like any other Nostr reaction.
+// vote signs a NIP-25 reaction with the person's own key — a key file, or
+// their remote signer (NIP-46 bunker) — and submits it: the gateway treats
+// it like any other Nostr reaction.
 func vote(ctx context.Context, a *app, args []string, c bot.Choice) int {
 	name := map[bot.Choice]string{bot.Approve: "approve", bot.Deny: "deny"}[c]
-	synopsis := name + " [--reason R] [--key FILE] [--relay URL]… ID"
+	synopsis := name + " [--reason R] [--key FILE | --bunker bunker://…] [--relay URL]… ID"
 	if c == bot.Approve {
-		synopsis = name + " [--always] [--reason R] [--key FILE] [--relay URL]… ID"
+		synopsis = name + " [--always] [--reason R] [--key FILE | --bunker bunker://…] [--relay URL]… ID"
 	}
 	fs := a.flags(name, synopsis)
 	keyPath := fs.String("key", "", "your key file (default $SIGNOFF_KEY or the one keygen wrote)")
+	bunkerFlag := fs.String("bunker", "", "sign on your phone or another NIP-46 remote signer: its bunker://… URL (default $SIGNOFF_BUNKER); no key file is read")
+	bunkerWait := fs.Duration("bunker-timeout", defaultBunkerWait, "how long to wait for your signer to confirm")
 	reason := fs.String("reason", "", "say why (signed with your vote; the agent is told)")
 	var always *bool
 	if c == bot.Approve {
@@ -46,17 +50,40 @@ func vote(ctx context.Context, a *app, args []string, c bot.Choice) int {
 	if err != nil {
 		return a.fail(err)
 	}
-	path := *keyPath
-	if path == "" {
-		path = cfg.keyPath()
+	// A remote signer (--bunker, else SIGNOFF_BUNKER unless --key is
+	// given) or the key file.
+	var (
+		bunker *signing.BunkerURL
+		key    *signing.Key
+	)
+	bunkerURL := *bunkerFlag
+	if bunkerURL != "" && *keyPath != "" {
+		return a.failf("%s signs with --key or --bunker, not both", name)
 	}
-	raw, err := os.ReadFile(path)
-	if err != nil {
-		return a.failf("cannot read your key at %s: %v (run `signoff keygen` first, or set SIGNOFF_KEY)", path, err)
+	if bunkerURL == "" && *keyPath == "" {
+		if bunkerURL, err = bunkerFromEnv(); err != nil {
+			return a.fail(err)
+		}
 	}
-	key, err := signing.ParseKey(string(raw))
-	if err != nil {
-		return a.failf("key file %s: %v", path, err)
+	if bunkerURL != "" {
+		if bunker, err = signing.ParseBunkerURL(bunkerURL); err != nil {
+			return a.failf("%v; nothing signed", err)
+		}
+		if *bunkerWait <= 0 || *bunkerWait > maxBunkerWait {
+			return a.failf("--bunker-timeout must be more than 0 and at most %s (the gateway refuses older reactions)", maxBunkerWait)
+		}
+	} else {
+		path := *keyPath
+		if path == "" {
+			path = cfg.keyPath()
+		}
+		raw, err := os.ReadFile(path)
+		if err != nil {
+			return a.failf("cannot read your key at %s: %v (run `signoff keygen` first, set SIGNOFF_KEY, or sign on your phone with --bunker)", path, err)
+		}
+		if key, err = signing.ParseKey(string(raw)); err != nil {
+			return a.failf("key file %s: %v", path, err)
+		}
 	}
 
 	client := cfg.client()
@@ -78,17 +105,26 @@ func vote(ctx context.Context, a *app, args []string, c bot.Choice) int {
 	if err != nil {
 		return a.failf("%v; nothing signed", err)
 	}
-	ev, err := signing.NewReactionWithReason(key, signed.ID, signed.PubKey, c, *reason, time.Now())
-	if err != nil {
-		return a.fail(err)
-	}
-	fmt.Fprintf(a.stderr, "%s as %s:\n%s\n", name, key.Npub(), bot.EscapeLines(signed.Content))
-	if c == bot.Always {
-		if r.GrantScope == nil {
-			fmt.Fprintln(a.stderr, "this request has no grant scope (the agent asked in words, or no workspace is known): ♾️ approves it once")
-		} else {
-			fmt.Fprintf(a.stderr, "♾️ don't ask again for: %s, for %s after approval\n", bot.Escape(r.GrantScope.Text()), r.GrantScope.TTL)
+	show := func(npub string) {
+		fmt.Fprintf(a.stderr, "%s as %s:\n%s\n", name, npub, bot.EscapeLines(signed.Content))
+		if c == bot.Always {
+			if r.GrantScope == nil {
+				fmt.Fprintln(a.stderr, "this request has no grant scope (the agent asked in words, or no workspace is known): ♾️ approves it once")
+			} else {
+				fmt.Fprintf(a.stderr, "♾️ don't ask again for: %s, for %s after approval\n", bot.Escape(r.GrantScope.Text()), r.GrantScope.TTL)
+			}
 		}
+	}
+	var ev json.RawMessage
+	if bunker != nil {
+		if ev, err = bunkerReaction(ctx, a, bunker, *bunkerWait, signed, c, *reason, show); err != nil {
+			return a.failf("%v; nothing sent", err)
+		}
+	} else {
+		if ev, err = signing.NewReactionWithReason(key, signed.ID, signed.PubKey, c, *reason, time.Now()); err != nil {
+			return a.fail(err)
+		}
+		show(key.Npub())
 	}
 	if len(relays) > 0 {
 		return publishToRelays(ctx, a, relays, ev)
