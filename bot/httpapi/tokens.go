@@ -2,12 +2,14 @@ package httpapi
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"slices"
 	"strings"
 	"time"
 
 	"github.com/signoff/signoff/bot"
+	"github.com/signoff/signoff/bot/permissions"
 	"github.com/signoff/signoff/bot/tokens"
 )
 
@@ -52,6 +54,22 @@ type CreatedToken struct {
 	Name   string        `json:"name"`
 	Token  string        `json:"token"`
 	Record *tokens.Token `json:"record"`
+	// Warnings are for the person who made it: a persona it is bound to
+	// that no file defines now (a typo, or one still to be added).
+	Warnings []string `json:"warnings,omitempty"`
+}
+
+// PersonaWarnings says which of names no persona file defines now: the
+// token is made all the same (the persona may be added later), but a
+// typo should not pass unseen.
+func PersonaWarnings(ctx context.Context, ps permissions.PersonaStore, names []string) []string {
+	var out []string
+	for _, n := range names {
+		if _, err := ps.Persona(ctx, n); bot.ErrorCode(err) == bot.ENotFound {
+			out = append(out, fmt.Sprintf("no persona %q is loaded: the token works for it only once a persona file of that name is (check the spelling)", n))
+		}
+	}
+	return out
 }
 
 // Spec checks n and turns it into a tokens.Spec.
@@ -109,7 +127,11 @@ func (s *Server) createToken(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	s.auditToken(r.Context(), "created", t, by)
-	writeJSON(w, http.StatusCreated, CreatedToken{Name: t.Name, Token: plain, Record: t})
+	out := CreatedToken{Name: t.Name, Token: plain, Record: t}
+	if s.Checker != nil && s.Checker.Personas != nil {
+		out.Warnings = PersonaWarnings(r.Context(), s.Checker.Personas, t.Personas)
+	}
+	writeJSON(w, http.StatusCreated, out)
 }
 
 func (s *Server) listTokens(w http.ResponseWriter, r *http.Request) {

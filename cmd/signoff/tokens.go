@@ -149,6 +149,9 @@ func createAndPrint(ctx context.Context, a *app, n httpapi.NewToken, asJSON bool
 	if err != nil {
 		return a.fail(err)
 	}
+	for _, w := range out.Warnings {
+		fmt.Fprintf(a.stderr, "⚠ %s\n", w)
+	}
 	if asJSON {
 		json.NewEncoder(a.stdout).Encode(map[string]string{"name": out.Name, "token": out.Token})
 		return 0
@@ -244,7 +247,7 @@ func (s *storeAdmin) CreateToken(ctx context.Context, n httpapi.NewToken) (httpa
 	if err := s.store.CreateToken(ctx, t); err != nil {
 		return httpapi.CreatedToken{}, err
 	}
-	return httpapi.CreatedToken{Name: t.Name, Token: plain, Record: t}, nil
+	return httpapi.CreatedToken{Name: t.Name, Token: plain, Record: t, Warnings: httpapi.PersonaWarnings(ctx, s.store, t.Personas)}, nil
 }
 
 func (s *storeAdmin) Tokens(ctx context.Context) ([]*tokens.Token, error) {

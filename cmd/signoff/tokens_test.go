@@ -45,6 +45,14 @@ func TestTokensCreateListRevoke(t *testing.T) {
 	if !strings.Contains(errs, "shown this once") {
 		t.Errorf("create does not say the token is shown once: %q", errs)
 	}
+	if strings.Contains(errs, "no persona") {
+		t.Errorf("create warns about persona demo, which is loaded: %q", errs)
+	}
+	// A persona no file defines (a typo): made, with a warning.
+	code, out, errs = cli("tokens", "create", "--name", "typo", "--scopes", "request", "--personas", "dmeo")
+	if code != 0 || !tokenLineRE.MatchString(lastLine(out)) || !strings.Contains(errs, `⚠ no persona "dmeo" is loaded`) {
+		t.Errorf("tokens create for an unknown persona = %d %q %q, want the token and a warning", code, out, errs)
+	}
 	code, out, _ = cli("tokens", "create", "--name", "ci-json", "--scopes", "read:requests", "--json")
 	var j struct{ Name, Token string }
 	if code != 0 || json.Unmarshal([]byte(out), &j) != nil || j.Name != "ci-json" || !tokenLineRE.MatchString(j.Token) {
