@@ -152,12 +152,13 @@ type Auth struct {
 	// Audit, when set, records every 401 and 403.
 	Audit bot.Auditor
 
-	mu     sync.Mutex
-	limits map[string]*rate.Limiter // client address → its allowance of bad tokens
+	once  sync.Once
+	fails *clientTable // client address → its allowance of bad tokens
 }
 
-// Bad tokens allowed per client address before it gets 429s: a burst of
-// failBurst, then one every failEvery.
+// Bad tokens allowed per client address (IPv6: per /64) before it gets
+// 429s: a burst of failBurst, then one every failEvery; at most
+// maxLimiters addresses are remembered (guard.go's clientTable).
 const (
 	failBurst   = 10
 	failEvery   = 6 * time.Second
@@ -185,12 +186,14 @@ func AllowPersona(ctx context.Context, persona string) error {
 }
 
 // authorize wraps the mux: it finds the route's Access and lets the call
-// through only when the caller meets it.
+// through only when the caller meets it and is within its rate (guard.go).
 func (s *Server) authorize(m *Mux) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		_, pattern := m.mux.Handler(r)
 		if pattern == "" { // no route: the mux answers 404 or 405
-			m.mux.ServeHTTP(w, r)
+			if !s.limited(w, r, nil) {
+				m.mux.ServeHTTP(w, r)
+			}
 			return
 		}
 		a, ok := m.access[pattern]
@@ -200,18 +203,30 @@ func (s *Server) authorize(m *Mux) http.Handler {
 			return
 		}
 		if a.kind == accessPublic || a.kind == accessSigned {
-			m.mux.ServeHTTP(w, r)
+			if !s.limited(w, r, s.presented(r)) {
+				m.mux.ServeHTTP(w, r)
+			}
 			return
 		}
 		t, err := s.authenticate(r)
 		if err != nil && a.first && s.firstToken(r) {
 			t, err = nil, nil
 		}
+		// The allowance spent is the token's only once it verified; a bad
+		// or no token spends its address's.
+		var verified *tokens.Token
+		if err == nil {
+			verified = t
+		}
+		if s.limited(w, r, verified) {
+			return
+		}
 		if err != nil {
 			s.refuse(w, r, t, a, err)
 			return
 		}
 		if t != nil {
+			s.touch(r, t)
 			if !t.Has(a.scopes...) {
 				s.refuse(w, r, t, a, tokens.Lacks(t.Name, a.scopes))
 				return
@@ -224,6 +239,21 @@ func (s *Server) authorize(m *Mux) http.Handler {
 		}
 		m.mux.ServeHTTP(w, r)
 	})
+}
+
+// presented is the verified token a call to a route that needs none
+// carries (a person's `signoff approve` sends one), so that it spends its
+// own allowance, not its address's; nil when it carries none or a bad one
+// (the route does not refuse it for that).
+func (s *Server) presented(r *http.Request) *tokens.Token {
+	if s.Limit == nil || r.Header.Get("Authorization") == "" || s.Auth == nil || s.Auth.Tokens == nil {
+		return nil
+	}
+	t, err := tokens.Authenticate(r.Context(), s.Auth.Tokens, s.Auth.Secret, r.Header.Get("Authorization"), s.now())
+	if err != nil {
+		return nil
+	}
+	return t
 }
 
 // authenticate returns the call's token, or nil and no error when the
@@ -253,17 +283,17 @@ func (s *Server) authenticate(r *http.Request) (*tokens.Token, error) {
 	if au == nil || au.Tokens == nil {
 		return nil, bot.Errorf(bot.EUnauthorized, "this gateway has no tokens configured")
 	}
+	return tokens.Authenticate(r.Context(), au.Tokens, au.Secret, h, s.now())
+}
+
+// touch records a token's use, at most once a minute.
+func (s *Server) touch(r *http.Request, t *tokens.Token) {
 	now := s.now()
-	t, err := tokens.Authenticate(r.Context(), au.Tokens, au.Secret, h, now)
-	if err != nil {
-		return t, err
-	}
 	if now.Sub(t.LastUsed) >= time.Minute {
-		if err := au.Tokens.TouchToken(r.Context(), t.ID, now); err != nil {
+		if err := s.Auth.Tokens.TouchToken(r.Context(), t.ID, now); err != nil {
 			s.log().Warn("cannot record a token's last use", "token", t.Name, "err", err)
 		}
 	}
-	return t, nil
 }
 
 // firstToken reports whether r may create the first token without one:
@@ -344,7 +374,7 @@ func bodyInScope(w http.ResponseWriter, r *http.Request, t *tokens.Token, a Acce
 func (s *Server) refuse(w http.ResponseWriter, r *http.Request, t *tokens.Token, a Access, err error) {
 	code := bot.ErrorCode(err)
 	audit := code == bot.EUnauthorized || code == bot.EForbidden
-	if code == bot.EUnauthorized && s.Auth != nil && !s.Auth.allowFailure(peer(r), s.now()) {
+	if code == bot.EUnauthorized && s.Auth != nil && !s.Auth.allowFailure(clientAddr(r), s.now()) {
 		if r.Header.Get("Authorization") != "" {
 			// Someone trying tokens: slow them down.
 			w.Header().Set("Retry-After", fmt.Sprint(int(failEvery.Seconds())))
@@ -392,17 +422,9 @@ func (s *Server) auditRefusal(r *http.Request, t *tokens.Token, a Access, err er
 }
 
 func (au *Auth) allowFailure(addr string, now time.Time) bool {
-	au.mu.Lock()
-	defer au.mu.Unlock()
-	if au.limits == nil || len(au.limits) >= maxLimiters {
-		au.limits = map[string]*rate.Limiter{} // a flood of addresses resets the table rather than growing it
-	}
-	l := au.limits[addr]
-	if l == nil {
-		l = rate.NewLimiter(rate.Every(failEvery), failBurst)
-		au.limits[addr] = l
-	}
-	return l.AllowN(now, 1)
+	au.once.Do(func() { au.fails = newClientTable(rate.Every(failEvery), failBurst, maxLimiters) })
+	ok, _ := au.fails.take(addr, now)
+	return ok
 }
 
 // peer is the caller's address without the port.

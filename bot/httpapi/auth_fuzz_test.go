@@ -21,6 +21,7 @@ func FuzzAuthorizationHeader(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, header string) {
 		req := httptest.NewRequest("GET", "/v1/requests", nil)
+		req.Host = "127.0.0.1:8080"       // not httptest's example.com, which the Host check refuses
 		req.RemoteAddr = "192.0.2.9:1234" // not loopback: no open default
 		if header != "" {
 			req.Header["Authorization"] = []string{header}

@@ -92,16 +92,23 @@ func authSetup(t testing.TB) *authFixture {
 		t.Fatal(err)
 	}
 	// Every dependency is set, so every route the server can have is
-	// walked (TestWalkFixtureSetsEveryDependency keeps it so).
+	// walked (TestWalkFixtureSetsEveryDependency keeps it so); the rate
+	// limit is serve's default.
+	limit, err := httpapi.NewRateLimit(httpapi.DefaultRate, httpapi.DefaultBurst)
+	if err != nil {
+		t.Fatal(err)
+	}
 	f.api = &httpapi.Server{
 		Gateway: env.Gateway, Ready: env.Store.Ping, Metrics: ok,
-		Extra:      map[string]http.Handler{"POST /slack/events": ok, "POST /slack/interactions": ok, "POST /discord/interactions": ok},
-		Auth:       &httpapi.Auth{Tokens: env.Store, Secret: tokens.NewSecret(), Audit: env.Audit},
-		Network:    netsvc,
-		Classifier: risk.Default(),
-		Logger:     quiet,
-		Now:        time.Now,
-		Checker:    &permissions.Checker{Personas: env.Store, Classifier: risk.Default(), Grants: env.Store, Audit: env.Audit, Requests: env.Gateway},
+		Extra:        map[string]http.Handler{"POST /slack/events": ok, "POST /slack/interactions": ok, "POST /discord/interactions": ok},
+		Auth:         &httpapi.Auth{Tokens: env.Store, Secret: tokens.NewSecret(), Audit: env.Audit},
+		Network:      netsvc,
+		Classifier:   risk.Default(),
+		Logger:       quiet,
+		Now:          time.Now,
+		Checker:      &permissions.Checker{Personas: env.Store, Classifier: risk.Default(), Grants: env.Store, Audit: env.Audit, Requests: env.Gateway},
+		AllowedHosts: []string{"signoff", "gateway.internal:8443"},
+		Limit:        limit,
 	}
 	f.srv = httptest.NewServer(f.api.Handler())
 	t.Cleanup(f.srv.Close)
@@ -418,6 +425,7 @@ func TestNonLoopbackCallerNeedsAToken(t *testing.T) {
 		api.Auth = auth
 		h := api.Handler()
 		req := httptest.NewRequest("GET", "/v1/requests", nil)
+		req.Host = "signoff" // not httptest's example.com, which the Host check refuses
 		req.RemoteAddr = "192.0.2.7:40000"
 		w := httptest.NewRecorder()
 		h.ServeHTTP(w, req)

@@ -53,11 +53,18 @@ type Server struct {
 	Classifier bot.Classifier
 	// Checker decides POST /v1/check and keeps grants (check.go).
 	Checker *permissions.Checker
+	// AllowedHosts are the names, besides localhost and IP addresses, a
+	// call's Host may give (ParseHosts, SIGNOFF_ALLOWED_HOSTS); any other
+	// Host is refused with 421 (guard.go: DNS rebinding).
+	AllowedHosts []string
+	// Limit is the per-client rate limit on every route; nil: none.
+	Limit *RateLimit
 }
 
-// Handler returns the API's routes, each behind its Access (auth.go).
+// Handler returns the API's routes, each behind its Access (auth.go),
+// behind the Host check (guard.go).
 func (s *Server) Handler() http.Handler {
-	return s.authorize(s.routes())
+	return s.checkHost(s.authorize(s.routes()))
 }
 
 // routes registers every route with who may call it. A route of your own:

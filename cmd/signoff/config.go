@@ -42,6 +42,11 @@ type config struct {
 	TokenSecret   secret `split_words:"true" desc:"key of the tokens' stored hashes (default: kept in the data dir)"`
 	RequireTokens onOff  `split_words:"true" desc:"true: refuse calls without a token even on loopback"`
 
+	// AllowedHosts, RateLimit and RateBurst guard the API (bot/httpapi/guard.go).
+	AllowedHosts string  `split_words:"true" desc:"names (host or host:port, comma-separated) calls may give as Host besides localhost and IP addresses"`
+	RateLimit    float64 `split_words:"true" default:"50" desc:"calls a second per client (token, else address); 0: no limit"`
+	RateBurst    int     `split_words:"true" default:"200" desc:"calls a client may make at once before the rate applies"`
+
 	SlackBotToken      secret `split_words:"true"`
 	SlackAppToken      secret `split_words:"true"`
 	SlackSigningSecret secret `split_words:"true"`

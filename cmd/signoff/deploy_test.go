@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"net/http"
+	"net/url"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -13,6 +14,8 @@ import (
 
 	"github.com/kelseyhightower/envconfig"
 	"gopkg.in/yaml.v3"
+
+	"github.com/signoff/signoff/bot/httpapi"
 )
 
 // The deploy files (configs/deploy, the Dockerfile) are what people run:
@@ -157,6 +160,9 @@ func TestComposeFileNamesWhatExists(t *testing.T) {
 			if !strings.Contains(url, ":${REDIS_PASSWORD") {
 				t.Errorf("%s: SIGNOFF_REDIS_URL %q carries no password", where, url)
 			}
+			// The proxy reaches the replicas by name: that name must be a Host they serve.
+			proxyURL, _ := get(services, "proxy", "environment", "SIGNOFF_URL").(string)
+			checkServes(t, where, get(s, "environment", "SIGNOFF_ALLOWED_HOSTS"), proxyURL)
 		}
 	}
 	if replicas != 2 {
@@ -198,6 +204,13 @@ func TestKubernetesExampleNamesWhatExists(t *testing.T) {
 	}
 	checkEnv(t, "deployment env", known, env)
 	checkEnv(t, "secret keys", known, secretKeys)
+	var allowed any
+	for _, e := range get(c, "env").([]any) {
+		if get(e, "name") == "SIGNOFF_ALLOWED_HOSTS" {
+			allowed = get(e, "value")
+		}
+	}
+	checkServes(t, "deployment", allowed, "http://signoff:8080", "http://signoff.signoff.svc.cluster.local:8080")
 	for probe, path := range map[string]string{"livenessProbe": "/healthz", "readinessProbe": "/readyz"} {
 		if got := get(c, probe, "httpGet", "path"); got != path {
 			t.Errorf("%s path = %v, want %s", probe, got, path)
@@ -211,6 +224,27 @@ func TestKubernetesExampleNamesWhatExists(t *testing.T) {
 	}
 	if !mounted {
 		t.Error("the data dir /home/nonroot/signoff is not on a volume")
+	}
+}
+
+// checkServes fails unless a gateway with SIGNOFF_ALLOWED_HOSTS = allowed
+// serves a call to each of urls (their Host).
+func checkServes(t *testing.T, where string, allowed any, urls ...string) {
+	t.Helper()
+	list, _ := allowed.(string)
+	hosts, err := httpapi.ParseHosts(list)
+	if err != nil {
+		t.Errorf("%s: SIGNOFF_ALLOWED_HOSTS %v: %v", where, allowed, err)
+	}
+	for _, raw := range urls {
+		u, err := url.Parse(raw)
+		if err != nil || u.Host == "" {
+			t.Errorf("%s: %q is not a URL", where, raw)
+			continue
+		}
+		if !(&httpapi.Server{AllowedHosts: hosts}).ServesHost(u.Host) {
+			t.Errorf("%s: SIGNOFF_ALLOWED_HOSTS %v does not serve %s: calls to %s would get 421", where, allowed, u.Host, raw)
+		}
 	}
 }
 

@@ -178,6 +178,10 @@ func serveWith(ctx context.Context, a *app, cfg *config) int {
 		}()
 	}
 
+	hosts, limit, err := apiGuards(cfg, log)
+	if err != nil {
+		return a.fail(err)
+	}
 	netSvc, err := startNetwork(ctx, cfg, g, store, audit, log)
 	if err != nil {
 		return a.fail(err)
@@ -193,6 +197,9 @@ func serveWith(ctx context.Context, a *app, cfg *config) int {
 		Auth:       auth,
 		Classifier: classifier,
 		Checker:    &permissions.Checker{Personas: store, Classifier: classifier, Grants: store, Audit: audit, Requests: g, Notary: key},
+
+		AllowedHosts: hosts,
+		Limit:        limit,
 	}
 	ln, err := net.Listen("tcp", cfg.Listen)
 	if err != nil {
@@ -224,6 +231,30 @@ func serveWith(ctx context.Context, a *app, cfg *config) int {
 		srv.Close()
 	}
 	return 0
+}
+
+// apiGuards reads SIGNOFF_ALLOWED_HOSTS, SIGNOFF_RATE_LIMIT and
+// SIGNOFF_RATE_BURST, and says at start what they are; it warns when
+// SIGNOFF_URL names a host the gateway would refuse.
+func apiGuards(cfg *config, log *slog.Logger) ([]string, *httpapi.RateLimit, error) {
+	hosts, err := httpapi.ParseHosts(cfg.AllowedHosts)
+	if err != nil {
+		return nil, nil, fmt.Errorf("SIGNOFF_ALLOWED_HOSTS: %w", err)
+	}
+	limit, err := httpapi.NewRateLimit(cfg.RateLimit, cfg.RateBurst)
+	if err != nil {
+		return nil, nil, err
+	}
+	log.Info("api: Host must be localhost, an IP address or one of SIGNOFF_ALLOWED_HOSTS", "allowed_hosts", hosts)
+	if limit == nil {
+		log.Warn("api: no rate limit (SIGNOFF_RATE_LIMIT=0)")
+	} else {
+		log.Info("api: rate limit per client", "per_second", limit.Rate, "burst", limit.Burst)
+	}
+	if u, err := url.Parse(cfg.URL); err == nil && u.Host != "" && !(&httpapi.Server{AllowedHosts: hosts}).ServesHost(u.Host) {
+		log.Warn("SIGNOFF_URL names a host this gateway refuses: add it to SIGNOFF_ALLOWED_HOSTS, or the CLI and `signoff healthcheck` here get 421", "url", cfg.URL, "host", u.Host)
+	}
+	return hosts, limit, nil
 }
 
 // loadPersonas reads the persona folder; when the default folder is not
