@@ -272,7 +272,7 @@ func (g *Gateway) submit(ctx context.Context, n NewRequest, denyOnly string) (*R
 		return g.resolveNow(ctx, r.ID, Denied, err.Error())
 	}
 	cur, err := g.Store.Get(ctx, r.ID)
-	cur = g.vouch(cur)
+	cur = g.vouch(ctx, cur)
 	if err == nil && added && cur.Status.Final() {
 		// Decided while it was being posted (a fast answer, a short
 		// timeout): the follow-up may have read the message list before
@@ -454,14 +454,18 @@ func (g *Gateway) CastVote(ctx context.Context, b Ballot) (VoteOutcome, error) {
 }
 
 // makeGrant makes the grant of a request just approved with "always",
-// before the voter is answered; a failure is logged and the request stays
-// approved once.
+// before the voter is answered. With an outbox, a failure (or this
+// replica's death before it) leaves the grant to the outbox's delivery;
+// without one it is logged and the request stays approved once.
 func (g *Gateway) makeGrant(ctx context.Context, id string) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 	defer cancel()
 	r, err := g.Store.Get(ctx, id)
 	if err == nil {
 		err = g.Grants.MakeGrant(ctx, r)
+	}
+	if err == nil && g.Outbox != nil {
+		_, err = g.Outbox.MarkStep(ctx, id, "grant")
 	}
 	if err != nil {
 		g.log().Error("make grant", "id", id, "err", err)
@@ -566,13 +570,13 @@ func (g *Gateway) audit(ctx context.Context, e AuditEntry) {
 // Get returns a request.
 func (g *Gateway) Get(ctx context.Context, id string) (*Request, error) {
 	r, err := g.load(ctx, id)
-	return g.describe(ctx, g.vouch(r), err)
+	return g.describe(ctx, g.vouch(ctx, r), err)
 }
 
 // List returns requests, newest last.
 func (g *Gateway) List(ctx context.Context, f Filter) ([]*Request, error) {
 	rs, err := g.Store.List(ctx, f)
-	return g.vouchAll(rs), err
+	return g.vouchAll(ctx, rs), err
 }
 
 // Wait returns the request as soon as it changes (a vote recorded, a
@@ -590,7 +594,7 @@ func (g *Gateway) Wait(ctx context.Context, id string, d time.Duration) (*Reques
 		// request reads denied once the seal window has passed. Either way
 		// this is no change to report yet.
 		sealing := err == nil && raw.Status.Final() && len(raw.Receipt) == 0 && g.notary() != nil
-		r, err := g.describe(ctx, g.vouch(raw), err)
+		r, err := g.describe(ctx, g.vouch(ctx, raw), err)
 		if err != nil || r.Status.Final() || d <= 0 || (!first && !sealing) {
 			g.hub.remove(id, ch)
 			return r, err

@@ -29,6 +29,20 @@ type Outbox interface {
 	StepDone(ctx context.Context, id, step string) (bool, error)
 }
 
+// OutboxSweeper finds decisions that never reached the outbox (their
+// replica died between deciding and enqueueing, which on Redis Cluster are
+// two steps) and enqueues them; see quorum/redis.Store.SweepUnqueued.
+type OutboxSweeper interface {
+	SweepUnqueued(ctx context.Context, owner string, grace, lease time.Duration, now time.Time) ([]string, error)
+}
+
+// Orphan sweeps: how often, and how long a decision is left to the
+// replica that made it before another enqueues it.
+const (
+	orphanSweepEvery = 5 * time.Second
+	orphanGrace      = 3 * time.Second
+)
+
 // DecisionAuditStore appends a decision's record and marks the request
 // audited in one step; false when it already was.
 type DecisionAuditStore interface {
@@ -44,7 +58,8 @@ func (g *Gateway) claimIdle() time.Duration {
 
 // runOutbox delivers decisions until ctx ends.
 func (g *Gateway) runOutbox(ctx context.Context) {
-	lastClaim := time.Now()
+	lastClaim, lastSweep := time.Now(), time.Now()
+	sweeper, _ := g.Outbox.(OutboxSweeper)
 	for ctx.Err() == nil {
 		es, err := g.Outbox.ReadOutbox(ctx, g.consumer, 32, time.Second, false)
 		if err != nil {
@@ -71,6 +86,16 @@ func (g *Gateway) runOutbox(ctx context.Context) {
 			for _, e := range claimed {
 				g.log().Info("delivering a decision another replica took and did not finish", "id", e.RequestID)
 				g.deliverEntry(e)
+			}
+		}
+		if sweeper != nil && time.Since(lastSweep) >= orphanSweepEvery {
+			lastSweep = time.Now()
+			ids, err := sweeper.SweepUnqueued(ctx, g.consumer, orphanGrace, orphanSweepEvery, g.now())
+			if err != nil && ctx.Err() == nil {
+				g.log().Warn("sweep for decisions never enqueued", "err", err)
+			}
+			for _, id := range ids {
+				g.log().Warn("a decision was never put in the outbox (its replica stopped right after deciding); enqueued it", "id", id)
 			}
 		}
 	}
@@ -106,7 +131,8 @@ func (g *Gateway) deliverEntry(e OutboxEntry) {
 }
 
 // deliver does a decision's side effects, each at most once: the audit
-// record, then each platform's edit.
+// record, the receipt (when the deciding gateway did not seal it), the
+// grant of an "always" approval, then each platform's edit.
 func (g *Gateway) deliver(ctx context.Context, id string) error {
 	r, err := g.Store.Get(ctx, id)
 	if err != nil {
@@ -116,6 +142,26 @@ func (g *Gateway) deliver(ctx context.Context, id string) error {
 		return nil
 	}
 	if err := g.auditDecisionOnce(ctx, r); err != nil {
+		return err
+	}
+	if len(r.Receipt) == 0 && g.notary() != nil {
+		if done, err := g.Outbox.StepDone(ctx, id, "seal"); err != nil {
+			return err
+		} else if !done {
+			err := g.sealConfirmed(ctx, r)
+			var uc errUnconfirmed
+			if errors.As(err, &uc) {
+				// Not a decision a gateway made: no receipt, no grant, no
+				// edits; readers are told denied.
+				g.log().Error("outbox: the store's decision is not supported by its votes; not sealed", "id", id, "status", r.Status, "err", uc.err)
+				return nil
+			}
+			if err != nil {
+				return err
+			}
+		}
+	}
+	if err := g.grantOnce(ctx, r); err != nil {
 		return err
 	}
 	byPlatform := map[Platform][]MessageRef{}
@@ -165,5 +211,38 @@ func (g *Gateway) auditDecisionOnce(ctx context.Context, r *Request) error {
 	if errors.Is(err, ErrAuditConflict) {
 		return err
 	}
+	return err
+}
+
+// grantOnce makes the grant of a request approved with "always", once:
+// by the deciding gateway before it answers the voter, or here from the
+// outbox when that gateway stopped first. Whether the votes make a grant
+// is asked of the store's votes (DecisionConfirmer), not of a field.
+func (g *Gateway) grantOnce(ctx context.Context, r *Request) error {
+	if g.Grants == nil || r.Status != Approved || r.GrantScope == nil {
+		return nil
+	}
+	if done, err := g.Outbox.StepDone(ctx, r.ID, "grant"); err != nil || done {
+		return err
+	}
+	c, ok := g.Store.(DecisionConfirmer)
+	if !ok {
+		return nil
+	}
+	grant, err := c.ConfirmDecision(ctx, r)
+	if err != nil {
+		if ErrorCode(err) == EConflict {
+			return nil
+		}
+		return err
+	}
+	if grant {
+		rr := *r
+		rr.Always = true
+		if err := g.Grants.MakeGrant(ctx, &rr); err != nil {
+			return err
+		}
+	}
+	_, err = g.Outbox.MarkStep(ctx, r.ID, "grant")
 	return err
 }

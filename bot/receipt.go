@@ -6,6 +6,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"strings"
 	"time"
 )
@@ -64,9 +65,20 @@ type ReceiptStore interface {
 	SaveReceipt(ctx context.Context, id string, raw json.RawMessage) error
 }
 
-// SealWindow is how long a decided request may wait for its receipt
-// before it reads as denied.
+// SealWindow is how long a decided request may wait for the receipt its
+// deciding gateway seals. Past it, the reader seals it itself from what
+// the store confirms (sealConfirmed) — the outbox does the same — so a
+// late seal never makes an approval read as denied, while a status no
+// votes support still does.
 const SealWindow = 5 * time.Second
+
+// DecisionConfirmer re-derives a decided request's outcome from the votes
+// the store holds: nil when r's approval follows from them (and whether
+// they make its grant), an error when it does not. quorum/redis.Store is
+// one. A gateway without one seals only what its own deciding step said.
+type DecisionConfirmer interface {
+	ConfirmDecision(ctx context.Context, r *Request) (grant bool, err error)
+}
 
 func (g *Gateway) notary() Notary {
 	n, _ := g.Signer.(Notary)
@@ -86,7 +98,7 @@ func (g *Gateway) seal(ctx context.Context, id string, status Status) {
 	}
 	r, err := g.Store.Get(ctx, id)
 	if err != nil {
-		g.log().Error("seal decision: load request", "id", id, "err", err)
+		g.log().Warn("seal decision: load request; the outbox seals it", "id", id, "err", err)
 		return
 	}
 	if r.Status != status || !status.Final() {
@@ -94,15 +106,61 @@ func (g *Gateway) seal(ctx context.Context, id string, status Status) {
 			"id", id, "decided", status, "store", r.Status)
 		return
 	}
-	rc := receiptOf(r)
-	raw, err := n.SealReceipt(rc, g.now())
+	if err := g.saveSeal(ctx, n, r); err != nil {
+		g.log().Warn("seal decision; the outbox seals it", "id", id, "err", err)
+	}
+}
+
+func (g *Gateway) saveSeal(ctx context.Context, n Notary, r *Request) error {
+	raw, err := n.SealReceipt(receiptOf(r), g.now())
 	if err != nil {
-		g.log().Error("seal decision", "id", id, "err", err)
-		return
+		return err
 	}
-	if err := g.Store.(ReceiptStore).SaveReceipt(ctx, id, raw); err != nil {
-		g.log().Error("seal decision: save receipt", "id", id, "err", err)
+	if err := g.Store.(ReceiptStore).SaveReceipt(ctx, r.ID, raw); err != nil {
+		return err
 	}
+	return nil
+}
+
+// errUnconfirmed is a final status the store's votes do not support.
+type errUnconfirmed struct{ err error }
+
+func (e errUnconfirmed) Error() string { return e.err.Error() }
+
+// sealConfirmed seals r, decided in the store but not sealed by the
+// gateway that decided it (it died, or its seal timed out), once the
+// store confirms the decision from its votes. Denials and expiries are
+// sealed as they are: they approve nothing. An errUnconfirmed says the
+// status is not one a gateway decided; any other error, that it could not
+// be checked now.
+func (g *Gateway) sealConfirmed(ctx context.Context, r *Request) error {
+	n := g.notary()
+	if n == nil || len(r.Receipt) > 0 || !r.Status.Final() {
+		return nil
+	}
+	if r.Status == Approved {
+		c, ok := g.Store.(DecisionConfirmer)
+		if !ok {
+			return errUnconfirmed{Errorf(EConflict, "this store cannot confirm an approval from its votes")}
+		}
+		if _, err := c.ConfirmDecision(ctx, r); err != nil {
+			if ErrorCode(err) == EConflict {
+				return errUnconfirmed{err}
+			}
+			return err
+		}
+	}
+	if err := g.saveSeal(ctx, n, r); err != nil {
+		return err
+	}
+	// The first receipt saved stands (another replica may have sealed
+	// meanwhile): read back the one kept.
+	cur, err := g.Store.Get(ctx, r.ID)
+	if err != nil {
+		return err
+	}
+	r.Receipt = cur.Receipt
+	return nil
 }
 
 func receiptOf(r *Request) Receipt {
@@ -120,10 +178,12 @@ func receiptOf(r *Request) Receipt {
 }
 
 // vouch makes r say only what its receipt says. A final status without a
-// receipt this gateway signed for this very request and action — written
-// into the store by hand, or not sealed yet — reads as pending: the
-// decision fields come from the receipt, not from the store's fields.
-func (g *Gateway) vouch(r *Request) *Request {
+// receipt this gateway signed for this very request and action reads as
+// pending while its seal may still come, is sealed here when the store
+// confirms it from its votes (sealConfirmed), and reads as denied when it
+// does not — a status written into the store by hand: the decision fields
+// come from the receipt, not from the store's fields.
+func (g *Gateway) vouch(ctx context.Context, r *Request) *Request {
 	n := g.notary()
 	if r == nil || n == nil {
 		return r
@@ -133,6 +193,20 @@ func (g *Gateway) vouch(r *Request) *Request {
 		return r
 	}
 	why := "no receipt"
+	if len(r.Receipt) == 0 && (r.DecidedAt == nil || !g.withinSealWindow(*r.DecidedAt)) {
+		err := g.sealConfirmed(ctx, r)
+		var uc errUnconfirmed
+		switch {
+		case errors.As(err, &uc):
+			why = "no receipt, and " + ErrorMessage(uc.err)
+		case err != nil:
+			// Not checked now (the store is slow or away): still pending,
+			// never denied for a seal that is late.
+			g.log().Warn("seal a decided request on read; it reads pending", "id", r.ID, "err", err)
+			r.Status, r.DecidedBy, r.DecidedAt, r.DecisionReason, r.Receipt = Pending, nil, nil, "", nil
+			return r
+		}
+	}
 	if len(r.Receipt) > 0 {
 		rc, err := g.openReceipt(n, r.Receipt)
 		switch {
@@ -149,12 +223,9 @@ func (g *Gateway) vouch(r *Request) *Request {
 			r.Status, r.DecidedBy, r.DecidedAt, r.DecisionReason = rc.Status, append([]string(nil), rc.DecidedBy...), &at, rc.Reason
 			return r
 		}
-	}
-	// Between the vote script and its seal a request is briefly final
-	// without a receipt, and reads pending; past that window no gateway
-	// decided it (a status written by hand, or a gateway that died before
-	// sealing): it reads denied, which needs no receipt to be safe.
-	if r.DecidedAt != nil && g.now().Sub(*r.DecidedAt) < SealWindow && g.now().Sub(*r.DecidedAt) > -SealWindow {
+	} else if r.DecidedAt != nil && g.withinSealWindow(*r.DecidedAt) {
+		// Between the step that decided and its seal a request is briefly
+		// final without a receipt, and reads pending.
 		r.Status, r.DecidedBy, r.DecidedAt, r.DecisionReason, r.Receipt = Pending, nil, nil, "", nil
 		return r
 	}
@@ -164,6 +235,11 @@ func (g *Gateway) vouch(r *Request) *Request {
 	r.DecisionReason = "the store says " + string(r.Status) + " but holds no decision record signed by the gateway (" + why + "); not approved"
 	r.Status, r.DecidedBy, r.DecidedAt, r.Receipt = Denied, nil, &now, nil
 	return r
+}
+
+func (g *Gateway) withinSealWindow(decidedAt time.Time) bool {
+	d := g.now().Sub(decidedAt)
+	return d < SealWindow && d > -SealWindow
 }
 
 // load reads a request from the store; one the store calls decided whose
@@ -191,9 +267,9 @@ func (g *Gateway) load(ctx context.Context, id string) (*Request, error) {
 
 const sealWait = 500 * time.Millisecond
 
-func (g *Gateway) vouchAll(rs []*Request) []*Request {
+func (g *Gateway) vouchAll(ctx context.Context, rs []*Request) []*Request {
 	for _, r := range rs {
-		g.vouch(r)
+		g.vouch(ctx, r)
 	}
 	return rs
 }

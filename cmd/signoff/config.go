@@ -37,6 +37,11 @@ type config struct {
 	// personas it loaded (an empty restart is noticed and reloaded).
 	StoreCheck time.Duration `split_words:"true" default:"1s" desc:"how often serve checks Redis still holds its personas"`
 
+	// TestCrashAfterDecide is a failpoint for the fault tests: serve kills
+	// itself (SIGKILL) right after it decides a request, before it
+	// enqueues or seals the decision. Never set it in a deployment.
+	TestCrashAfterDecide bool `split_words:"true" desc:"tests only: serve kills itself right after deciding a request"`
+
 	Token         secret `desc:"the bearer token the CLI, hook and MCP server send"`
 	TokenFile     string `split_words:"true" desc:"file holding that token, mode 0600 (default: user config dir/signoff/token if present)"`
 	TokenSecret   secret `split_words:"true" desc:"key of the tokens' stored hashes (default: kept in the data dir)"`

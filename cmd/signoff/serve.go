@@ -79,6 +79,13 @@ func serveWith(ctx context.Context, a *app, cfg *config) int {
 		log.Info("store: redis", "url", redactURL(cfg.RedisURL))
 		warnOpenRedis(cfg.RedisURL, log)
 	}
+	if cfg.TestCrashAfterDecide {
+		log.Warn("SIGNOFF_TEST_CRASH_AFTER_DECIDE is set: this gateway kills itself right after its first decision (a fault test)")
+		store.AfterDecide = func(id string) {
+			log.Warn("SIGNOFF_TEST_CRASH_AFTER_DECIDE: killed right after deciding", "id", id)
+			crashNow()
+		}
+	}
 	pctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	err = store.Ping(pctx)
 	cancel()
@@ -375,4 +382,13 @@ func redactURL(s string) string {
 		return "(unparsable)"
 	}
 	return u.Redacted()
+}
+
+// crashNow ends the process as SIGKILL does: no deferred work, no
+// shutdown (the fault tests' failpoint).
+func crashNow() {
+	if p, err := os.FindProcess(os.Getpid()); err == nil {
+		p.Kill()
+	}
+	select {}
 }

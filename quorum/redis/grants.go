@@ -33,12 +33,15 @@ redis.call('PEXPIREAT', KEYS[2], redis.call('HGET', KEYS[1], 'expires'))
 return n
 `)
 
-// revokeGrantScript removes a grant and returns it with its uses.
+// revokeGrantScript removes a grant and returns it with its uses. A
+// grant's id is its request's, so the request's hash (KEYS[3], the same
+// slot) is marked: the outbox never makes a revoked grant again.
 var revokeGrantScript = goredis.NewScript(`
 local doc = redis.call('HGET', KEYS[1], 'doc')
 if not doc then return false end
 local uses = redis.call('GET', KEYS[2]) or '0'
 redis.call('DEL', KEYS[1], KEYS[2])
+if redis.call('EXISTS', KEYS[3]) == 1 then redis.call('HSET', KEYS[3], 'done:grant', '1') end
 return {doc, uses}
 `)
 
@@ -118,7 +121,7 @@ func (s *Store) UseGrant(ctx context.Context, id string) (bool, error) {
 
 // RevokeGrant removes a grant at once and returns it.
 func (s *Store) RevokeGrant(ctx context.Context, id string) (grants.Grant, error) {
-	res, err := revokeGrantScript.Run(ctx, s.rdb, s.grantKeys(id)).Slice()
+	res, err := revokeGrantScript.Run(ctx, s.rdb, append(s.grantKeys(id), s.requestKeys(id)[0])).Slice()
 	if errors.Is(err, goredis.Nil) {
 		return grants.Grant{}, bot.Errorf(bot.ENotFound, "no live grant %q (see `signoff grants`)", id)
 	}

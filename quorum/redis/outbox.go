@@ -3,6 +3,7 @@ package redis
 import (
 	"context"
 	"errors"
+	"strconv"
 	"strings"
 	"time"
 
@@ -169,4 +170,68 @@ func (s *Store) AppendAuditOnce(ctx context.Context, id string, rec bot.AuditRef
 		return false, bot.ErrAuditConflict
 	}
 	return n == 1, nil
+}
+
+// SweepUnqueued finds decisions that never reached the outbox and
+// enqueues them. On Cluster the deciding script cannot write the outbox
+// (another slot), so the Go side enqueues after it; a replica that dies in
+// between leaves a decided request still in the pending index, which
+// every decision leaves only once enqueued. Requests decided less than
+// grace ago are left to the replica deciding them. One replica at a time
+// sweeps (a lock held for lease); an entry enqueued twice is harmless, as
+// delivery is idempotent. It returns the ids enqueued.
+func (s *Store) SweepUnqueued(ctx context.Context, owner string, grace, lease time.Duration, now time.Time) ([]string, error) {
+	lock := s.key("outbox-sweep")
+	ok, err := s.rdb.SetNX(ctx, lock, owner, lease).Result()
+	if err != nil {
+		return nil, unavailable("outbox sweep lock", err)
+	}
+	if !ok {
+		return nil, nil
+	}
+	const batch = 500
+	var found []string
+	for start := int64(0); ; start += batch {
+		ids, err := s.rdb.ZRange(ctx, s.key("pending"), start, start+batch-1).Result()
+		if err != nil {
+			return found, unavailable("outbox sweep", err)
+		}
+		cmds := make([]*goredis.SliceCmd, len(ids))
+		if _, err := s.rdb.Pipelined(ctx, func(pl goredis.Pipeliner) error {
+			for i, id := range ids {
+				cmds[i] = pl.HMGet(ctx, s.requestKeys(id)[0], "status", "decided_at")
+			}
+			return nil
+		}); err != nil && !errors.Is(err, goredis.Nil) {
+			return found, unavailable("outbox sweep", err)
+		}
+		var orphans []string
+		for i, c := range cmds {
+			v := c.Val()
+			if len(v) < 2 {
+				continue
+			}
+			st, _ := v[0].(string)
+			if st == "" || st == string(bot.Pending) {
+				continue
+			}
+			at, _ := v[1].(string)
+			ms, err := strconv.ParseInt(at, 10, 64)
+			if err == nil && now.Sub(time.UnixMilli(ms)) < grace {
+				continue
+			}
+			orphans = append(orphans, ids[i])
+		}
+		for _, id := range orphans {
+			if err := s.rdb.XAdd(ctx, &goredis.XAddArgs{Stream: s.outboxKey(), MaxLen: 100000, Approx: true, Values: []any{"id", id}}).Err(); err != nil {
+				return found, unavailable("outbox sweep enqueue", err)
+			}
+			s.rdb.ZRem(ctx, s.key("pending"), id)
+			found = append(found, id)
+		}
+		if len(ids) < batch {
+			return found, nil
+		}
+		start -= int64(len(orphans)) // the removed ones shifted the ranks
+	}
 }

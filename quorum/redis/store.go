@@ -32,6 +32,14 @@ type Store struct {
 	// Retention is how long a decided request is kept (default 30 days).
 	Retention time.Duration
 
+	// AfterDecide, when set, runs right after a step that decided a
+	// request, before the Go side enqueues the decision (on Cluster, and
+	// for decisions outside the audited vote) and before the deciding
+	// gateway seals it. It is a test failpoint: serve
+	// sets it only under SIGNOFF_TEST_CRASH_AFTER_DECIDE=1, to kill the
+	// process exactly there (the outbox sweeper must then deliver it).
+	AfterDecide func(id string)
+
 	mu       sync.Mutex
 	personas map[string]bot.Persona // request id → persona snapshot (immutable)
 }
@@ -436,10 +444,14 @@ func (s *Store) runVote(ctx context.Context, b bot.Ballot, script *goredis.Scrip
 		extra, _ = res[6].(int64)
 	}
 	if out.Decided {
-		s.rdb.ZRem(ctx, s.key("pending"), b.RequestID)
+		// Enqueued before it leaves the pending index: a crash in between
+		// leaves a decided request there, which the outbox sweeper finds
+		// (SweepUnqueued) and enqueues.
+		s.afterDecide(b.RequestID)
 		if script != auditedVoteScript { // that one enqueued it itself
 			s.enqueue(ctx, b.RequestID)
 		}
+		s.rdb.ZRem(ctx, s.key("pending"), b.RequestID)
 	}
 	return out, extra, nil
 }
@@ -456,19 +468,26 @@ func (s *Store) Resolve(ctx context.Context, id string, st bot.Status, reason st
 	if err != nil {
 		return false, unavailable("resolve request", err)
 	}
-	if n == 1 || st != bot.Expired {
-		s.rdb.ZRem(ctx, s.key("pending"), id)
-	} else {
-		// Already decided (or not yet due): drop it from the deadline index
-		// only if it is no longer pending.
-		if status, _ := s.rdb.HGet(ctx, s.requestKeys(id)[0], "status").Result(); status != string(bot.Pending) {
-			s.rdb.ZRem(ctx, s.key("pending"), id)
-		}
-	}
 	if n == 1 {
+		s.afterDecide(id)
 		s.enqueue(ctx, id)
+		s.rdb.ZRem(ctx, s.key("pending"), id)
+		return true, nil
 	}
-	return n == 1, nil
+	// Not decided by this call. A request gone from the store leaves the
+	// index; one decided by another step is removed by that step once it
+	// has enqueued the decision, or by the outbox sweeper if it died
+	// before: removing it here could lose its side effects.
+	if err := s.rdb.HGet(ctx, s.requestKeys(id)[0], "status").Err(); errors.Is(err, goredis.Nil) {
+		s.rdb.ZRem(ctx, s.key("pending"), id)
+	}
+	return false, nil
+}
+
+func (s *Store) afterDecide(id string) {
+	if s.AfterDecide != nil {
+		s.AfterDecide(id)
+	}
 }
 
 // Due returns up to 1000 pending requests whose deadline has passed.

@@ -323,11 +323,18 @@ func (f *fleet) replicaEnv(data string) []string {
 // start runs one more replica and waits until it answers /healthz.
 func (f *fleet) start() *replica {
 	f.t.Helper()
+	return f.startWith()
+}
+
+// startWith is start with variables added to this replica's environment.
+func (f *fleet) startWith(extra ...string) *replica {
+	f.t.Helper()
 	n := len(f.replicas) + 1
 	r := &replica{name: fmt.Sprintf("replica-%d", n), addr: "127.0.0.1:" + strconv.Itoa(freePort(f.t))}
 	r.data = filepath.Join(f.dir, r.name)
 	r.audit = filepath.Join(r.data, "audit.jsonl")
 	env := append(f.replicaEnv(r.data), "SIGNOFF_LISTEN="+r.addr, "SIGNOFF_DATA_DIR="+r.data, "SIGNOFF_AUDIT_PATH="+r.audit)
+	env = append(env, extra...)
 	r.p = startProc(f.t, r.name, env, signoffBin, "serve")
 	r.api = httpapi.NewClient("http://" + r.addr)
 	deadline := time.Now().Add(15 * time.Second)
