@@ -13,7 +13,7 @@ import (
 )
 
 var (
-	_ bot.ReceiptStore       = (*Store)(nil)
+	_ bot.ReceiptStore      = (*Store)(nil)
 	_ bot.DecisionConfirmer = (*Store)(nil)
 )
 
