@@ -21,6 +21,11 @@ type Draft struct {
 	Request string `json:"request,omitempty"`
 }
 
+// DraftTTL is how long a draft is kept after its last refusal: a
+// destination nobody approved in a week is dropped, and room is made for
+// new ones (the store keeps at most a bounded number).
+const DraftTTL = 7 * 24 * time.Hour
+
 // Key is what makes two refusals the same draft.
 func (d Draft) Key() string {
 	k := d.Persona + "|" + JoinHostPort(d.Dest.Host, d.Dest.Port) + "|" + d.Dest.Program

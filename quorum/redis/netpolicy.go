@@ -157,6 +157,8 @@ func (s *Store) SetFileHash(ctx context.Context, h string) (string, error) {
 // under no draft (an agent probing thousands of hosts cannot fill Redis).
 const MaxDrafts = 10000
 
+var maxDrafts int64 = MaxDrafts // tests lower it
+
 // PutDraft adds a refusal to its draft in one transaction.
 func (s *Store) PutDraft(ctx context.Context, d netpolicy.Draft) (netpolicy.Draft, error) {
 	key := d.Key()
@@ -168,9 +170,18 @@ func (s *Store) PutDraft(ctx context.Context, d netpolicy.Draft) (netpolicy.Draf
 	if err != nil {
 		return d, unavailable("count drafts", err)
 	}
+	if n >= maxDrafts {
+		// Make room from drafts past their age before refusing.
+		if _, err := s.Drafts(ctx); err != nil {
+			return d, err
+		}
+		if n, err = s.rdb.HLen(ctx, s.netKey("drafts")).Result(); err != nil {
+			return d, unavailable("count drafts", err)
+		}
+	}
 	var created *goredis.BoolCmd
 	cmds, err := s.rdb.TxPipelined(ctx, func(pl goredis.Pipeliner) error {
-		if n < MaxDrafts {
+		if n < maxDrafts {
 			created = pl.HSetNX(ctx, s.netKey("drafts"), key, b)
 		}
 		pl.HIncrBy(ctx, s.netKey("draftcount"), key, 1)
@@ -183,7 +194,7 @@ func (s *Store) PutDraft(ctx context.Context, d netpolicy.Draft) (netpolicy.Draf
 	}
 	raw := cmds[len(cmds)-1].(*goredis.StringCmd).Val()
 	if raw == "" {
-		return d, bot.Errorf(bot.EUnavailable, "too many drafts (%d): approve or clear some", MaxDrafts)
+		return d, bot.Errorf(bot.EUnavailable, "too many drafts (%d), all refused in the last week: approve some, or wait for them to age out", maxDrafts)
 	}
 	var got netpolicy.Draft
 	if err := json.Unmarshal([]byte(raw), &got); err != nil {
@@ -212,6 +223,8 @@ func (s *Store) Drafts(ctx context.Context) ([]netpolicy.Draft, error) {
 		return nil, unavailable("list drafts", err)
 	}
 	out := []netpolicy.Draft{}
+	var stale []netpolicy.Draft
+	cutoff := time.Now().Add(-netpolicy.DraftTTL)
 	for key, raw := range all.Val() {
 		var d netpolicy.Draft
 		if json.Unmarshal([]byte(raw), &d) != nil {
@@ -222,7 +235,14 @@ func (s *Store) Drafts(ctx context.Context) ([]netpolicy.Draft, error) {
 			d.Last = unixMilli(ms)
 		}
 		d.Request = links.Val()[d.ID]
+		if d.Last.Before(cutoff) {
+			stale = append(stale, d)
+			continue
+		}
 		out = append(out, d)
+	}
+	if err := s.dropDrafts(ctx, stale); err != nil {
+		return nil, err
 	}
 	sort.Slice(out, func(i, j int) bool {
 		if out[i].Count != out[j].Count {
@@ -231,6 +251,29 @@ func (s *Store) Drafts(ctx context.Context) ([]netpolicy.Draft, error) {
 		return out[i].ID < out[j].ID
 	})
 	return out, nil
+}
+
+// dropDrafts removes drafts past their age (netpolicy.DraftTTL), with
+// their counts; a request one of them became is kept.
+func (s *Store) dropDrafts(ctx context.Context, ds []netpolicy.Draft) error {
+	if len(ds) == 0 {
+		return nil
+	}
+	_, err := s.rdb.Pipelined(ctx, func(pl goredis.Pipeliner) error {
+		for _, d := range ds {
+			key := d.Key()
+			pl.HDel(ctx, s.netKey("drafts"), key)
+			pl.HDel(ctx, s.netKey("draftcount"), key)
+			pl.HDel(ctx, s.netKey("draftlast"), key)
+			pl.HDel(ctx, s.netKey("draftids"), d.ID)
+			pl.HDel(ctx, s.netKey("draftreq"), d.ID)
+		}
+		return nil
+	})
+	if err != nil {
+		return unavailable("drop old drafts", err)
+	}
+	return nil
 }
 
 // LinkDraft records the request a draft became.
