@@ -13,7 +13,9 @@ import (
 	"time"
 
 	"github.com/nbd-wtf/go-nostr"
+	"github.com/nbd-wtf/go-nostr/nip04"
 	"github.com/nbd-wtf/go-nostr/nip19"
+	"github.com/nbd-wtf/go-nostr/nip44"
 	"github.com/nbd-wtf/go-nostr/nip46"
 
 	"github.com/signoff/signoff/adapters/nostr/relaytest"
@@ -30,16 +32,16 @@ type testSigner struct {
 	key    *signing.Key
 	url    string
 	lie    func(*nostr.Event)
-	refuse bool // answer sign_event with "unauthorized", as when the person taps reject
+	refuse bool   // answer sign_event with "unauthorized", as when the person taps reject
+	garble string // when set, every answer's content (still signed by the signer)
 
 	signRequests atomic.Int32
 }
 
-func hexSecret(t *testing.T, k *signing.Key) string {
-	t.Helper()
+func hexSecret(k *signing.Key) string {
 	_, sk, err := nip19.Decode(k.Nsec())
 	if err != nil {
-		t.Fatal(err)
+		panic(err)
 	}
 	return sk.(string)
 }
@@ -48,7 +50,7 @@ func hexSecret(t *testing.T, k *signing.Key) string {
 // bunker:// URL (with a secret).
 func startSigner(t *testing.T, relay *relaytest.Relay, s *testSigner) {
 	t.Helper()
-	sk := hexSecret(t, s.key)
+	sk := hexSecret(s.key)
 	signer := nip46.NewStaticKeySigner(sk)
 	if s.refuse {
 		signer.AuthorizeRequest = func(harmless bool, from, secret string) bool { return harmless }
@@ -88,6 +90,10 @@ func startSigner(t *testing.T, relay *relaytest.Relay, s *testSigner) {
 					_, out, _ = session.MakeResponse(req.ID, ev.PubKey, asked.String(), nil)
 					out.Sign(sk)
 				}
+			}
+			if s.garble != "" {
+				out.Content, out.ID, out.Sig = s.garble, "", ""
+				out.Sign(sk)
 			}
 			// Not on this loop: go-nostr hands the OK to Publish on the
 			// goroutine that also delivers the next request.
@@ -419,4 +425,40 @@ func TestNoKeyAndNoBunkerSaysSo(t *testing.T) {
 	if c != 2 || !strings.Contains(errs, "cannot read your key") || !strings.Contains(errs, "--bunker") {
 		t.Errorf("approve = %d %q, want it to say the key is missing and offer --bunker", c, errs)
 	}
+}
+
+// TestMalformedSignerAnswerDoesNotCrashApprove: a signer (or whoever holds
+// its key) answers with NIP-04 content whose IV is not one AES block, on
+// which go-nostr's Decrypt panics. approve must treat it as no answer.
+func TestMalformedSignerAnswerDoesNotCrashApprove(t *testing.T) {
+	ownerFile := gateway(t, demoPersona)
+	owner, _ := noKeyOnThisMachine(t, ownerFile)
+	relay := relaytest.Start(t)
+	for _, garble := range []string{"AAAAAAAAAAAAAAAAAAAAAA==?iv=AAAA", "AAAA?iv=AAAAAAAAAAAAAAAAAAAAAA==", "?iv=", "not encrypted"} {
+		phone := &testSigner{key: owner, garble: garble}
+		startSigner(t, relay, phone)
+		r := submitForBunker(t, "rm -rf ~/work")
+		c, _, errs := cli("approve", "--bunker", phone.url, "--bunker-timeout", "1s", r.ID)
+		if c != 2 || !strings.Contains(errs, "did not answer in time") {
+			t.Errorf("answer %q: approve = %d, stderr:\n%s; want no answer", garble, c, errs)
+		}
+	}
+}
+
+// FuzzBunkerAnswer: whatever content a signer's answer carries, reading
+// it returns (or fails) without a panic.
+func FuzzBunkerAnswer(f *testing.F) {
+	client, signer := signing.NewKey(), signing.NewKey()
+	s := &bunkerSession{}
+	csk := hexSecret(client)
+	s.shared, _ = nip04.ComputeSharedSecret(signer.PublicKey(), csk)
+	s.conv, _ = nip44.GenerateConversationKey(signer.PublicKey(), csk)
+	good, _ := nip04.Encrypt(`{"id":"x-1","result":"ack"}`, s.shared)
+	good44, _ := nip44.Encrypt(`{"id":"x-1","result":"ack"}`, s.conv)
+	for _, seed := range []string{good, good44, "AAAA?iv=AAAA", "?iv=", "", strings.Repeat("A", 200)} {
+		f.Add(seed)
+	}
+	f.Fuzz(func(t *testing.T, content string) {
+		s.decrypt(content)
+	})
 }
