@@ -48,7 +48,11 @@ func compilePaths(ps []string, where string) ([]pathPattern, error) {
 
 // splitPath turns a path (as word text) into an anchor and cleaned
 // components; ".." that cannot be resolved stays.
-func splitPath(p string) pathPattern {
+func splitPath(p string) pathPattern { return splitPathBuf(p, nil) }
+
+// splitPathBuf is splitPath appending the components to buf (a caller's
+// stack buffer keeps a lookup from allocating).
+func splitPathBuf(p string, buf []string) pathPattern {
 	var a anchor
 	switch {
 	case strings.HasPrefix(p, "~"):
@@ -62,7 +66,7 @@ func splitPath(p string) pathPattern {
 		a = anchorRoot
 		p = p[1:]
 	}
-	var comps []string
+	comps := buf[:0]
 	for p != "" {
 		var c string
 		if i := strings.IndexByte(p, '/'); i >= 0 {
@@ -202,37 +206,49 @@ func (r *Rules) sensitive(text string) bool {
 	if text == "" || text == unknownMark {
 		return false
 	}
-	glob := hasGlob(text)
-	if !glob {
-		// Fast path: a path without wildcards names a secret only if it
-		// holds some pattern's literal fragment; only those patterns are
-		// tried.
-		var cand [16]int
-		n, ok := r.fragGate.candidates(text, cand[:])
-		if !ok {
-			glob = true // more candidates than the buffer: try them all
-		} else if n == 0 {
-			return false
-		} else {
-			p := splitPath(text)
+	if !hasGlob(text) {
+		var cand [16]fragHit
+		if n, ok := r.fragGate.candidates(text, cand[:]); ok {
+			return r.sensitiveGated(text, cand[:n], 0)
+		}
+	}
+	return r.sensitiveAll(text)
+}
+
+// sensitiveGated is sensitive for a path without wildcards, given the
+// patterns whose literal fragment the text (or the text it is a suffix
+// of, from offset off) holds: a path without wildcards names a secret
+// only if it holds some pattern's literal fragment, so only those
+// patterns are tried.
+func (r *Rules) sensitiveGated(text string, cand []fragHit, off int) bool {
+	if text == "" || text == unknownMark {
+		return false
+	}
+	var buf [16]string
+	var p pathPattern
+	split := false
+	for _, c := range cand {
+		if c.pos < off {
+			continue // the fragment starts before this suffix
+		}
+		if !split {
+			p, split = splitPathBuf(text, buf[:0]), true
 			if len(p.comps) == 0 {
 				return false
 			}
-			hit := false
-			for _, i := range cand[:n] {
-				if r.sensPaths[i].matches(&p) {
-					hit = true
-					break
-				}
-			}
-			if !hit {
-				return false
-			}
+		}
+		if r.sensPaths[c.idx].matches(&p) {
 			last := pathPattern{anchor: anchorNone, comps: p.comps[len(p.comps)-1:]}
 			return !anyMatch(r.notSens, &last)
 		}
 	}
-	p := splitPath(text)
+	return false
+}
+
+// sensitiveAll tries every sensitive pattern.
+func (r *Rules) sensitiveAll(text string) bool {
+	var buf [16]string
+	p := splitPathBuf(text, buf[:0])
 	if len(p.comps) == 0 {
 		return false
 	}
@@ -245,32 +261,40 @@ func (r *Rules) sensitive(text string) bool {
 
 // sensitiveArg checks an argument as a path, and the parts of it that may
 // be paths: the value after '=' (--file=x, if=x), after a leading '@'
-// (curl -d @x) and after a host ':' (scp host:x).
+// (curl -d @x) and after a host ':' (scp host:x). Every part is a suffix
+// of the argument, so one pass finds the literal fragments for them all.
 func (r *Rules) sensitiveArg(t string) (string, bool) {
+	var cand [16]fragHit
+	n, gated := 0, false
 	if !hasGlob(t) {
-		// every part tried below is a substring of t: no literal in t,
-		// no secret in any part
-		var cand [16]int
-		if n, ok := r.fragGate.candidates(t, cand[:]); ok && n == 0 {
-			return "", false
+		n, gated = r.fragGate.candidates(t, cand[:])
+		if gated && n == 0 {
+			return "", false // no literal in t, no secret in any part
 		}
 	}
-	if r.sensitive(t) {
+	full := t
+	sens := func(part string) bool {
+		if gated {
+			return r.sensitiveGated(part, cand[:n], len(full)-len(part))
+		}
+		return r.sensitive(part)
+	}
+	if sens(t) {
 		return t, true
 	}
 	if i := strings.IndexByte(t, '='); i >= 0 {
 		t = t[i+1:]
-		if r.sensitive(t) {
+		if sens(t) {
 			return t, true
 		}
 	}
 	if strings.HasPrefix(t, "@") {
 		t = t[1:]
-		if r.sensitive(t) {
+		if sens(t) {
 			return t, true
 		}
 	}
-	if i := strings.IndexByte(t, ':'); i > 0 && !strings.ContainsRune(t[:i], '/') && r.sensitive(t[i+1:]) {
+	if i := strings.IndexByte(t, ':'); i > 0 && !strings.ContainsRune(t[:i], '/') && sens(t[i+1:]) {
 		return t[i+1:], true
 	}
 	return "", false
@@ -282,7 +306,8 @@ func (r *Rules) writeReason(text string) (reason string, harmless bool) {
 	if text == "" {
 		return "", false
 	}
-	p := splitPath(text)
+	var buf [16]string
+	p := splitPathBuf(text, buf[:0])
 	if anyMatch(r.harmless, &p) {
 		return "", true
 	}
@@ -317,7 +342,8 @@ func deleteTarget(w word) int {
 	if w.text == "" {
 		return 0
 	}
-	p := splitPath(w.text)
+	var buf [16]string
+	p := splitPathBuf(w.text, buf[:0])
 	switch p.anchor {
 	case anchorRoot:
 		if len(p.comps) <= 1 {
@@ -347,11 +373,12 @@ func shorten(s string) string {
 
 // fragIndex is the keyword gate for sensitive paths: it finds whether a
 // text holds any of a set of literals in one pass over the text, by the
-// literals' first two bytes.
+// literals' first two bytes (two table lookups, no hashing).
 type fragIndex struct {
-	all    bool      // a literal shorter than two bytes: every text passes
-	first  [256]bool // a literal starts with this byte
-	byPair map[uint16][]frag
+	all    bool        // a literal shorter than two bytes: every text passes
+	first  [256]uint16 // a literal starts with this byte: 1 + its row in second
+	second [][256]uint16
+	lists  [][]frag // second[row][b]-1: the literals starting with those two bytes
 }
 
 type frag struct {
@@ -359,37 +386,55 @@ type frag struct {
 	idx  int // the pattern it belongs to
 }
 
+// fragHit is a pattern whose literal a text holds, and where it starts.
+type fragHit struct {
+	idx, pos int
+}
+
 func newFragIndex(frags []string) fragIndex {
-	x := fragIndex{byPair: map[uint16][]frag{}}
+	var x fragIndex
 	for i, f := range frags {
 		if len(f) < 2 {
 			x.all = true
 			continue
 		}
-		x.first[f[0]] = true
-		k := uint16(f[0])<<8 | uint16(f[1])
-		x.byPair[k] = append(x.byPair[k], frag{f, i})
+		if x.first[f[0]] == 0 {
+			x.second = append(x.second, [256]uint16{})
+			x.first[f[0]] = uint16(len(x.second))
+		}
+		row := &x.second[x.first[f[0]]-1]
+		if row[f[1]] == 0 {
+			x.lists = append(x.lists, nil)
+			row[f[1]] = uint16(len(x.lists))
+		}
+		l := row[f[1]] - 1
+		x.lists[l] = append(x.lists[l], frag{f, i})
 	}
 	return x
 }
 
 // candidates writes the patterns whose literal the text holds into buf;
 // false when they do not fit (or every text passes).
-func (x *fragIndex) candidates(text string, buf []int) (int, bool) {
+func (x *fragIndex) candidates(text string, buf []fragHit) (int, bool) {
 	if x.all {
 		return 0, false
 	}
 	n := 0
 	for i := 0; i+1 < len(text); i++ {
-		if !x.first[text[i]] {
+		row := x.first[text[i]]
+		if row == 0 {
 			continue
 		}
-		for _, f := range x.byPair[uint16(text[i])<<8|uint16(text[i+1])] {
+		l := x.second[row-1][text[i+1]]
+		if l == 0 {
+			continue
+		}
+		for _, f := range x.lists[l-1] {
 			if strings.HasPrefix(text[i:], f.text) {
 				if n == len(buf) {
 					return n, false
 				}
-				buf[n] = f.idx
+				buf[n] = fragHit{f.idx, i}
 				n++
 			}
 		}
