@@ -128,8 +128,15 @@ func (c *Classifier) Command(cmd string) bot.Assessment {
 var walkers = sync.Pool{New: func() any { return new(walker) }}
 
 // reset makes a pooled walker new, keeping its buffers.
+// (Field by field: copying the buffers back into a new walker would cost
+// more than the walk of a plain command.) Every field is named here.
 func (w *walker) reset(r *Rules) {
-	*w = walker{r: r, verdict: verdict{reasons: w.reasons[:0]}, argBuf: w.argBuf}
+	w.r = r
+	w.verdict = verdict{reasons: w.reasons[:0]}
+	w.funcs, w.cwd, w.dirs, w.funcCwd, w.vars = nil, "", nil, nil, nil
+	w.explain, w.span, w.hits = false, "", nil
+	w.wordStack = w.wordStack[:0]
+	// argBuf and rd are overwritten before they are read
 }
 
 func dangerous(reason string) bot.Assessment {

@@ -171,14 +171,29 @@ func (w *walker) verbs(name string, args []word, cx ctx, confirm bool) {
 			continue
 		}
 		seen++
-		for _, part := range verbParts(t) {
-			for _, v := range g.verbs {
-				if part == v.key {
-					w.addID(bot.Dangerous, reasonOr(v.reason, "destructive verb")+" ("+shorten(name+" "+t)+")", "generic:verb-"+v.key)
-				}
+		var lb [64]byte
+		for st := 0; ; {
+			part, next := verbPart(t, st)
+			if part == "" {
+				break
 			}
-			if prodVerb == "" && contains(g.ProdVerbs, part) {
-				prodVerb = part
+			st = next
+			low := lb[:0]
+			if hasUpper(part) {
+				low = appendLower(low, part)
+			} else {
+				low = nil
+			}
+			for _, v := range g.verbHits(part, low) {
+				w.addID(bot.Dangerous, v.reason+" ("+shorten(name+" "+t)+")", v.id)
+			}
+			if prodVerb == "" {
+				for _, x := range g.ProdVerbs {
+					if low == nil && x == part || low != nil && x == string(low) {
+						prodVerb = x
+						break
+					}
+				}
 			}
 		}
 	}
@@ -209,30 +224,60 @@ func verbLike(t string) bool {
 	return true
 }
 
-// verbParts splits delete-bucket, db:drop, force_delete and deleteSite
-// into lower-case words.
-func verbParts(t string) []string {
-	var out []string
-	start := 0
-	for i := 0; i <= len(t); i++ {
-		end := i == len(t)
-		if !end && (t[i] == '-' || t[i] == '_' || t[i] == ':') {
+// verbPart splits delete-bucket, db:drop, force_delete and deleteSite
+// into words, one at a time: the word starting from start (as written;
+// "" when there are no more) and where to look for the next.
+func verbPart(t string, start int) (string, int) {
+	for i := start; i <= len(t); i++ {
+		if i == len(t) {
 			if i > start {
-				out = append(out, strings.ToLower(t[start:i]))
+				return t[start:i], i + 1
+			}
+			break
+		}
+		c := t[i]
+		if c == '-' || c == '_' || c == ':' {
+			if i > start {
+				return t[start:i], i + 1
 			}
 			start = i + 1
 			continue
 		}
-		if !end && i > start && t[i] >= 'A' && t[i] <= 'Z' && t[i-1] >= 'a' && t[i-1] <= 'z' {
-			out = append(out, strings.ToLower(t[start:i]))
-			start = i
-			continue
-		}
-		if end && i > start {
-			out = append(out, strings.ToLower(t[start:i]))
+		if i > start && c >= 'A' && c <= 'Z' && t[i-1] >= 'a' && t[i-1] <= 'z' {
+			return t[start:i], i
 		}
 	}
-	return out
+	return "", len(t) + 1
+}
+
+func hasUpper(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] >= 'A' && s[i] <= 'Z' {
+			return true
+		}
+	}
+	return false
+}
+
+// appendLower appends s lower-cased (ASCII; verb-like words are ASCII).
+func appendLower(b []byte, s string) []byte {
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if c >= 'A' && c <= 'Z' {
+			c += 'a' - 'A'
+		}
+		b = append(b, c)
+	}
+	return b
+}
+
+// verbHits are the generic verb rules for a word's part: part itself, or
+// low, its lower-cased form, when it has upper-case letters.
+func (g *GenericRules) verbHits(part string, low []byte) []verbRule {
+	if low != nil {
+		return g.verbIdx[string(low)]
+	}
+	return g.verbIdx[part]
 }
 
 // apply applies p's own level, flag, argument, delete and write rules.
@@ -443,7 +488,7 @@ func (w *walker) apply(name string, p *Program, args []word, cx ctx, full bool) 
 		if cx.help || cx.dry {
 			continue
 		}
-		w.addID(h.level, reasonOr(h.reason, name+" with these options is dangerous"), h.id)
+		w.addID(h.level, reasonOr2(h.reason, name, " with these options is dangerous"), h.id)
 	}
 	if cx.help || cx.dry {
 		return
@@ -777,11 +822,21 @@ func (w *walker) unknown(prog string, args []word, cx ctx) {
 	}
 	if !help && !dry && verbLike(prog) {
 		// a program named for what it does: nuke-cluster, drop-db
-		for _, part := range verbParts(prog) {
-			for _, v := range w.r.Generic.verbs {
-				if part == v.key {
-					w.addID(bot.Dangerous, reasonOr(v.reason, "destructive verb")+" ("+shorten(prog)+")", "generic:verb-"+v.key)
-				}
+		var lb [64]byte
+		for st := 0; ; {
+			part, next := verbPart(prog, st)
+			if part == "" {
+				break
+			}
+			st = next
+			low := lb[:0]
+			if hasUpper(part) {
+				low = appendLower(low, part)
+			} else {
+				low = nil
+			}
+			for _, v := range w.r.Generic.verbHits(part, low) {
+				w.addID(bot.Dangerous, v.reason+" ("+shorten(prog)+")", v.id)
 			}
 		}
 	}

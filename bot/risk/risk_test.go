@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"strings"
 	"sync"
@@ -442,5 +443,49 @@ func TestConcurrentClassifyMatchesSequential(t *testing.T) {
 	close(errs)
 	for e := range errs {
 		t.Error(e)
+	}
+}
+
+// reset names every field of a walker: one added later and not reset
+// would carry state from one pooled command to the next.
+func TestWalkerResetForgetsEverything(t *testing.T) {
+	w := walker{}
+	v := reflect.ValueOf(&w).Elem()
+	// dirty every field
+	w.r = &Rules{}
+	w.verdict = verdict{level: bot.Dangerous, reasons: []leveled{{bot.Dangerous, "x", "y"}}}
+	w.funcs, w.funcCwd, w.vars = map[string]bool{"f": true}, map[string]string{"f": "d"}, map[string]string{"a": "b"}
+	w.cwd, w.dirs = "d", []string{"e"}
+	w.explain, w.span, w.hits = true, "s", []Hit{{}}
+	w.argBuf[0] = word{text: "a"}
+	w.wordStack = []word{{text: "b"}}
+	w.rd.Reset("src")
+	for i := 0; i < v.NumField(); i++ {
+		if v.Field(i).IsZero() {
+			t.Fatalf("the test does not dirty walker.%s", v.Type().Field(i).Name)
+		}
+	}
+	r := &Rules{}
+	w.reset(r)
+	kept := map[string]bool{"argBuf": true, "rd": true} // overwritten before they are read
+	for i := 0; i < v.NumField(); i++ {
+		name, f := v.Type().Field(i).Name, v.Field(i)
+		switch {
+		case kept[name]:
+		case name == "r":
+			if w.r != r {
+				t.Errorf("reset kept the old rules")
+			}
+		case name == "verdict":
+			if w.level != "" || len(w.reasons) != 0 {
+				t.Errorf("reset kept the verdict %+v", w.verdict)
+			}
+		case name == "wordStack":
+			if len(w.wordStack) != 0 {
+				t.Errorf("reset kept %d words", len(w.wordStack))
+			}
+		case !f.IsZero():
+			t.Errorf("reset kept walker.%s", name)
+		}
 	}
 }

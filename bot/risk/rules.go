@@ -253,8 +253,11 @@ type GenericRules struct {
 	ProdFlags    []string          `yaml:"prod_flags"`
 
 	confirm, dry, help, prod optSet
-	verbs                    []keyReason
+	verbIdx                  map[string][]verbRule // lower-case verb → its rules, in name order
 }
+
+// verbRule is a generic verb with its reason and rule id.
+type verbRule struct{ reason, id string }
 
 // KVRules are key-value store clients (redis-cli …): the command given
 // (argument, stdin) is read; anything but a read-only command writes the
@@ -482,9 +485,10 @@ func (r *Rules) compile() error {
 	g.dry = newOptSet(g.DryRun)
 	g.help = newOptSet(g.Help)
 	g.prod = newOptSet(g.ProdFlags)
-	g.verbs = nil
+	g.verbIdx = map[string][]verbRule{}
 	for _, k := range sortedKeys(g.Verbs) {
-		g.verbs = append(g.verbs, keyReason{strings.ToLower(k), g.Verbs[k]})
+		key := strings.ToLower(k)
+		g.verbIdx[key] = append(g.verbIdx[key], verbRule{reasonOr(g.Verbs[k], "destructive verb"), "generic:verb-" + key})
 	}
 	for _, n := range sortedKeys(r.Dangerous) {
 		if err := add(n, entry{kind: kDangerous, reason: r.Dangerous[n], section: "dangerous"}); err != nil {

@@ -32,7 +32,8 @@ type walker struct {
 	span    string // the source of the command being judged, for Explain
 	hits    []Hit
 
-	argBuf [12]word // plainWords' words, kept with a pooled walker
+	argBuf    [12]word // plainWords' words, kept with a pooled walker
+	wordStack []word   // parsed commands' words, kept with a pooled walker
 
 	rd strings.Reader // the parser's input, kept with a pooled walker
 
@@ -505,7 +506,15 @@ func (w *walker) call(src string, c *syntax.CallExpr, stdin in, cx ctx) {
 	if len(c.Args) == 0 {
 		return
 	}
-	args := make([]word, len(c.Args))
+	// the words live on the walker's word stack until the command is
+	// judged (nested commands push above them; a stack that grows moves,
+	// and these stay where they are)
+	base := len(w.wordStack)
+	for range c.Args {
+		w.wordStack = append(w.wordStack, word{})
+	}
+	args := w.wordStack[base:len(w.wordStack):len(w.wordStack)]
+	defer func() { w.wordStack = w.wordStack[:base] }()
 	static := true
 	for i, a := range c.Args {
 		args[i] = viewWord(a)
@@ -726,7 +735,7 @@ func (w *walker) command(args []word, stdin in, cx ctx) {
 	case kProgram:
 		w.program(prog, e.prog, args[1:], cx)
 	case kDangerous:
-		w.addID(bot.Dangerous, reasonOr(e.reason, prog+" is listed as dangerous"), e.id)
+		w.addID(bot.Dangerous, reasonOr2(e.reason, prog, " is listed as dangerous"), e.id)
 	case kCaution:
 		w.add(bot.Caution, prog+" may change files or state")
 	case kSafe:
@@ -740,6 +749,14 @@ func reasonOr(r, def string) string {
 	return def
 }
 
+// reasonOr2 is reasonOr(r, a+b), joining a and b only when r is empty.
+func reasonOr2(r, a, b string) string {
+	if r != "" {
+		return r
+	}
+	return a + b
+}
+
 // code classifies a word that a shell will run as code.
 func (w *walker) code(t word, cx ctx, what string) {
 	if !t.static {
@@ -751,7 +768,7 @@ func (w *walker) code(t word, cx ctx, what string) {
 
 func (w *walker) wrapper(prog string, wr *Wrapper, args []word, stdin in, cx ctx) {
 	if wr.Level != "" {
-		w.addID(wr.Level, reasonOr(wr.Reason, prog+" wraps another command"), wr.id)
+		w.addID(wr.Level, reasonOr2(wr.Reason, prog, " wraps another command"), wr.id)
 	}
 	rest := args[1:]
 	i := 0
@@ -819,7 +836,7 @@ func (w *walker) wrapper(prog string, wr *Wrapper, args []word, stdin in, cx ctx
 				if len(f.Values) > 0 && (!hasValue || !globAny(f.Values, strings.ToLower(value))) {
 					continue
 				}
-				w.addID(f.Level, reasonOr(f.Reason, prog+" with these options is dangerous"), f.ID)
+				w.addID(f.Level, reasonOr2(f.Reason, prog, " with these options is dangerous"), f.ID)
 			}
 			if wr.code.has(&o) {
 				oo := o
