@@ -191,31 +191,32 @@ func plainWords(cmd string, args []word) ([]word, bool) {
 		if !inWord {
 			start = i
 		}
-		switch {
-		case c >= 'a' && c <= 'z', c >= 'A' && c <= 'Z', c >= '0' && c <= '9',
-			c == '-' || c == '_' || c == '.' || c == '/' || c == ':' || c == ',' || c == '@' || c == '%' || c == '+' || c == '=':
+		switch plainClass[c] {
+		case plainWordByte:
 			if copied {
 				b.WriteByte(c)
 			}
 			inWord = true
-		case c == '*' || c == '?':
+		case plainGlobByte:
 			if copied {
 				b.WriteByte(c)
 			}
 			cur.glob = true
 			inWord = true
-		case c == '\'' || c == '"':
+		case plainQuoteByte:
 			j := strings.IndexByte(cmd[i+1:], c)
 			if j < 0 {
 				return nil, false
 			}
 			q := cmd[i+1 : i+1+j]
-			if strings.ContainsAny(q, "$`[") || c == '"' && strings.ContainsAny(q, "\\!") {
-				return nil, false // a[$(cmd)] is for the parser's checks
-			}
 			for k := 0; k < len(q); k++ {
-				if q[k] < 0x20 || q[k] > 0x7e {
+				switch x := q[k]; {
+				case x < 0x20 || x > 0x7e:
 					return nil, false // control bytes and non-ASCII: the parser decides
+				case x == '$' || x == '`' || x == '[':
+					return nil, false // a[$(cmd)] is for the parser's checks
+				case c == '"' && (x == '\\' || x == '!'):
+					return nil, false
 				}
 			}
 			if !copied {
@@ -227,7 +228,7 @@ func plainWords(cmd string, args []word) ([]word, bool) {
 			quotedAny = true
 			inWord = true
 			i += j + 1
-		case c == ' ':
+		case plainSpaceByte:
 			if !inWord || i == len(cmd)-1 || cmd[i+1] == ' ' {
 				return nil, false
 			}
@@ -257,17 +258,50 @@ func plainWords(cmd string, args []word) ([]word, bool) {
 	if quotedAny && (strings.ContainsAny(cmd[:min(len(cmd), len(first)+2)], "'\"")) {
 		return nil, false // a quoted command name: let the parser decide
 	}
-	if strings.IndexByte(first, '=') >= 0 || reserved[first] || args[0].glob {
+	if strings.IndexByte(first, '=') >= 0 || isReserved(first) || args[0].glob {
 		return nil, false
 	}
 	return args, true
 }
 
-// reserved are bash's reserved words and the declaration builtins the
+// plainClass sorts bytes for plainWords: letters, digits and
+// - _ . / : , @ % + = are word bytes, * and ? glob bytes.
+const (
+	plainOther uint8 = iota
+	plainWordByte
+	plainGlobByte
+	plainQuoteByte
+	plainSpaceByte
+)
+
+var plainClass = func() (t [256]uint8) {
+	for c := 'a'; c <= 'z'; c++ {
+		t[c] = plainWordByte
+	}
+	for c := 'A'; c <= 'Z'; c++ {
+		t[c] = plainWordByte
+	}
+	for c := '0'; c <= '9'; c++ {
+		t[c] = plainWordByte
+	}
+	for _, c := range "-_./:,@%+=" {
+		t[c] = plainWordByte
+	}
+	t['*'], t['?'] = plainGlobByte, plainGlobByte
+	t['\''], t['"'] = plainQuoteByte, plainQuoteByte
+	t[' '] = plainSpaceByte
+	return t
+}()
+
+// isReserved: bash's reserved words and the declaration builtins the
 // parser gives their own syntax.
-var reserved = map[string]bool{
-	"if": true, "then": true, "else": true, "elif": true, "fi": true, "for": true, "while": true, "until": true,
-	"do": true, "done": true, "case": true, "esac": true, "function": true, "select": true, "time": true,
-	"coproc": true, "in": true, "!": true, "{": true, "}": true, "[[": true, "]]": true,
-	"declare": true, "local": true, "export": true, "readonly": true, "typeset": true, "nameref": true, "let": true,
+func isReserved(s string) bool {
+	switch s {
+	case "if", "then", "else", "elif", "fi", "for", "while", "until",
+		"do", "done", "case", "esac", "function", "select", "time",
+		"coproc", "in", "!", "{", "}", "[[", "]]",
+		"declare", "local", "export", "readonly", "typeset", "nameref", "let":
+		return true
+	}
+	return false
 }
