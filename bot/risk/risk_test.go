@@ -456,10 +456,11 @@ func TestWalkerResetForgetsEverything(t *testing.T) {
 	w.verdict = verdict{level: bot.Dangerous, reasons: []leveled{{bot.Dangerous, "x", "y"}}}
 	w.funcs, w.funcCwd, w.vars = map[string]bool{"f": true}, map[string]string{"f": "d"}, map[string]string{"a": "b"}
 	w.cwd, w.dirs = "d", []string{"e"}
-	w.explain, w.span, w.hits = true, "s", []Hit{{}}
+	w.explain, w.span, w.hits, w.parserOnly = true, "s", []Hit{{}}, true
 	w.argBuf[0] = word{text: "a"}
 	w.wordStack = []word{{text: "b"}}
 	w.rd.Reset("src")
+	w.nodes.fastParseInto(t, "a | b")
 	for i := 0; i < v.NumField(); i++ {
 		if v.Field(i).IsZero() {
 			t.Fatalf("the test does not dirty walker.%s", v.Type().Field(i).Name)
@@ -480,6 +481,10 @@ func TestWalkerResetForgetsEverything(t *testing.T) {
 			if w.level != "" || len(w.reasons) != 0 {
 				t.Errorf("reset kept the verdict %+v", w.verdict)
 			}
+		case name == "nodes":
+			if w.nodes.mark() != (arenaMark{}) {
+				t.Errorf("reset kept syntax nodes: %v", w.nodes.mark())
+			}
 		case name == "wordStack":
 			if len(w.wordStack) != 0 {
 				t.Errorf("reset kept %d words", len(w.wordStack))
@@ -488,4 +493,12 @@ func TestWalkerResetForgetsEverything(t *testing.T) {
 			t.Errorf("reset kept walker.%s", name)
 		}
 	}
+}
+
+func (a *nodeArena) fastParseInto(t *testing.T, src string) {
+	w := walker{nodes: *a}
+	if _, ok := w.fastParse(src); !ok {
+		t.Fatalf("fastParse(%q) failed", src)
+	}
+	*a = w.nodes
 }

@@ -32,8 +32,11 @@ type walker struct {
 	span    string // the source of the command being judged, for Explain
 	hits    []Hit
 
-	argBuf    [12]word // plainWords' words, kept with a pooled walker
-	wordStack []word   // parsed commands' words, kept with a pooled walker
+	argBuf    [12]word  // plainWords' words, kept with a pooled walker
+	wordStack []word    // parsed commands' words, kept with a pooled walker
+	nodes     nodeArena // fastParse's syntax nodes, kept with a pooled walker
+
+	parserOnly bool // tests: every shell code through the parser, none through fastParse
 
 	rd strings.Reader // the parser's input, kept with a pooled walker
 
@@ -99,13 +102,20 @@ func (w *walker) shell(src string, cx ctx) {
 		w.add(bot.Dangerous, fmt.Sprintf("nests brackets more than %d deep; too deep to classify", maxBrackets))
 		return
 	}
-	p := parsers.Get().(*syntax.Parser)
-	w.rd.Reset(src) // the parse ends before any nested shell reuses it
-	f, err := p.Parse(&w.rd, "")
-	parsers.Put(p)
-	if err != nil {
-		w.add(bot.Dangerous, "does not parse as a shell command: "+shortErr(err))
-		return
+	f, ok := (*syntax.File)(nil), false
+	if !w.parserOnly {
+		f, ok = w.fastParse(src)
+	}
+	if !ok {
+		p := parsers.Get().(*syntax.Parser)
+		w.rd.Reset(src) // the parse ends before any nested shell reuses it
+		var err error
+		f, err = p.Parse(&w.rd, "")
+		parsers.Put(p)
+		if err != nil {
+			w.add(bot.Dangerous, "does not parse as a shell command: "+shortErr(err))
+			return
+		}
 	}
 	for _, s := range f.Stmts {
 		w.stmt(src, s, in{}, ctx{depth: depth, inputArgs: cx.inputArgs})
