@@ -48,9 +48,11 @@ type config struct {
 	RequireTokens onOff  `split_words:"true" desc:"true: refuse calls without a token even on loopback"`
 
 	// AllowedHosts, RateLimit and RateBurst guard the API (bot/httpapi/guard.go).
-	AllowedHosts string  `split_words:"true" desc:"names (host or host:port, comma-separated) calls may give as Host besides localhost and IP addresses"`
-	RateLimit    float64 `split_words:"true" default:"50" desc:"calls a second per client (token, else address); 0: no limit"`
-	RateBurst    int     `split_words:"true" default:"200" desc:"calls a client may make at once before the rate applies"`
+	// Rate and burst are strings, read by serve only (apiGuards): a bad or
+	// empty value must not stop every other command.
+	AllowedHosts string `split_words:"true" desc:"names (host or host:port, comma-separated) calls may give as Host besides localhost and IP addresses"`
+	RateLimit    string `split_words:"true" default:"50" desc:"calls a second per client (token, else address); 0: no limit"`
+	RateBurst    string `split_words:"true" default:"200" desc:"calls a client may make at once before the rate applies"`
 
 	SlackBotToken      secret `split_words:"true"`
 	SlackAppToken      secret `split_words:"true"`

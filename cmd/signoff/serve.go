@@ -11,6 +11,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -248,7 +249,18 @@ func apiGuards(cfg *config, log *slog.Logger) ([]string, *httpapi.RateLimit, err
 	if err != nil {
 		return nil, nil, fmt.Errorf("SIGNOFF_ALLOWED_HOSTS: %w", err)
 	}
-	limit, err := httpapi.NewRateLimit(cfg.RateLimit, cfg.RateBurst)
+	perSecond, burst := float64(httpapi.DefaultRate), httpapi.DefaultBurst
+	if v := strings.TrimSpace(cfg.RateLimit); v != "" {
+		if perSecond, err = strconv.ParseFloat(v, 64); err != nil {
+			return nil, nil, fmt.Errorf("SIGNOFF_RATE_LIMIT %q is not a number of calls a second (0: no limit; default %d)", cfg.RateLimit, httpapi.DefaultRate)
+		}
+	}
+	if v := strings.TrimSpace(cfg.RateBurst); v != "" {
+		if burst, err = strconv.Atoi(v); err != nil {
+			return nil, nil, fmt.Errorf("SIGNOFF_RATE_BURST %q is not a whole number of calls (default %d)", cfg.RateBurst, httpapi.DefaultBurst)
+		}
+	}
+	limit, err := httpapi.NewRateLimit(perSecond, burst)
 	if err != nil {
 		return nil, nil, err
 	}
