@@ -13,6 +13,7 @@ import (
 	"time"
 
 	qredis "github.com/signoff/signoff/quorum/redis"
+	"github.com/signoff/signoff/signing"
 )
 
 // Phase is the samples of one phase.
@@ -105,7 +106,7 @@ func (r *Report) Print(w io.Writer) {
 	f := &r.Floor
 	fmt.Fprintf(w, "floor (p50 of %d samples each, taken between the unloaded lifecycles):\n", len(f.HTTP))
 	fmt.Fprintf(w, "  loopback HTTP round trip      %8s   p99 %s (trivial handler, same body)\n", dur(pct(f.HTTP, 50)), dur(pct(f.HTTP, 99)))
-	fmt.Fprintf(w, "  verify one reaction           %8s   p99 %s (signing.ParseReaction, the gateway's verify: id hash + BIP-340)\n", dur(pct(f.Verify, 50)), dur(pct(f.Verify, 99)))
+	fmt.Fprintf(w, "  verify one reaction           %8s   p99 %s (signing.ParseReaction, the gateway's verify: id hash + BIP-340 by %s)\n", dur(pct(f.Verify, 50)), dur(pct(f.Verify, 99)), signing.SchnorrLibrary())
 	fmt.Fprintf(w, "  Redis round trip (PING)       %8s   p99 %s\n", dur(pct(f.Redis, 50)), dur(pct(f.Redis, 99)))
 	fmt.Fprintf(w, "  floor                         %8s\n", dur(f.P50()))
 	u := &r.Unloaded

@@ -42,6 +42,10 @@ type config struct {
 	// enqueues or seals the decision. Never set it in a deployment.
 	TestCrashAfterDecide bool `split_words:"true" desc:"tests only: serve kills itself right after deciding a request"`
 
+	// PprofListen serves net/http/pprof on its own loopback listener
+	// (signoff bench profiles a gateway through it).
+	PprofListen string `split_words:"true" desc:"loopback address for /debug/pprof; empty: none"`
+
 	Token         secret `desc:"the bearer token the CLI, hook and MCP server send"`
 	TokenFile     string `split_words:"true" desc:"file holding that token, mode 0600 (default: user config dir/signoff/token if present)"`
 	TokenSecret   secret `split_words:"true" desc:"key of the tokens' stored hashes (default: kept in the data dir)"`

@@ -209,6 +209,13 @@ func serveWith(ctx context.Context, a *app, cfg *config) int {
 		AllowedHosts: hosts,
 		Limit:        limit,
 	}
+	if cfg.PprofListen != "" {
+		stop, err := startPprof(cfg.PprofListen, log)
+		if err != nil {
+			return a.fail(err)
+		}
+		defer stop()
+	}
 	ln, err := net.Listen("tcp", cfg.Listen)
 	if err != nil {
 		return a.failf("cannot listen on %s (SIGNOFF_LISTEN): %v", cfg.Listen, err)
