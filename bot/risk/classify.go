@@ -134,7 +134,7 @@ func (w *walker) reset(r *Rules) {
 	w.r = r
 	w.verdict = verdict{reasons: w.reasons[:0]}
 	w.funcs, w.cwd, w.dirs, w.funcCwd, w.vars = nil, "", nil, nil, nil
-	w.explain, w.span, w.hits, w.parserOnly = false, "", nil, false
+	w.explain, w.span, w.hits, w.parserOnly, w.visit = false, "", nil, false, nil
 	w.wordStack = w.wordStack[:0]
 	w.nodes.reset()
 	// argBuf and rd are overwritten before they are read

@@ -457,6 +457,7 @@ func TestWalkerResetForgetsEverything(t *testing.T) {
 	w.funcs, w.funcCwd, w.vars = map[string]bool{"f": true}, map[string]string{"f": "d"}, map[string]string{"a": "b"}
 	w.cwd, w.dirs = "d", []string{"e"}
 	w.explain, w.span, w.hits, w.parserOnly = true, "s", []Hit{{}}, true
+	w.visit = func([]word) {}
 	w.argBuf[0] = word{text: "a"}
 	w.wordStack = []word{{text: "b"}}
 	w.rd.Reset("src")

@@ -316,7 +316,19 @@ type entry struct {
 
 type globEntry struct {
 	pattern string
+	prefix  string // the pattern's literal start: a name without it cannot match
 	entry
+}
+
+// globPrefix is a pattern's text before its first wildcard or escape.
+func globPrefix(p string) string {
+	for i := 0; i < len(p); i++ {
+		switch p[i] {
+		case '*', '?', '[', '\\':
+			return p[:i]
+		}
+	}
+	return p
 }
 
 type writeGroup struct {
@@ -381,7 +393,7 @@ func (r *Rules) compile() error {
 			if _, err := path.Match(name, ""); err != nil {
 				return fmt.Errorf("%s: bad pattern %q", e.section, name)
 			}
-			r.globNames = append(r.globNames, globEntry{name, e})
+			r.globNames = append(r.globNames, globEntry{name, globPrefix(name), e})
 			return nil
 		}
 		r.names[name] = e
@@ -599,6 +611,9 @@ func (r *Rules) envDangerous(name string) bool {
 		return true
 	}
 	for _, g := range r.envGlobs {
+		if !strings.HasPrefix(name, globPrefix(g)) {
+			continue
+		}
 		if ok, _ := path.Match(g, name); ok {
 			return true
 		}
@@ -744,6 +759,9 @@ func (r *Rules) lookup(name string) (entry, bool) {
 		return e, true
 	}
 	for _, g := range r.globNames {
+		if !strings.HasPrefix(name, g.prefix) {
+			continue
+		}
 		if ok, _ := path.Match(g.pattern, name); ok {
 			return g.entry, true
 		}
