@@ -9,10 +9,12 @@ import (
 	"net"
 	"net/http"
 	"net/netip"
+	"os"
 	"slices"
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"golang.org/x/time/rate"
@@ -151,6 +153,15 @@ type Auth struct {
 	Require bool
 	// Audit, when set, records every 401 and 403.
 	Audit bot.Auditor
+	// ClosedMark is a file (in the gateway's data dir) written once any
+	// token exists. While it exists the API stays closed to callers
+	// without a token even if the store holds none: a Redis emptied by a
+	// restart, a flush or the embedded store's exit must not reopen the
+	// API to an agent on loopback, which could then mint itself an admin
+	// token. "": no mark (tests).
+	ClosedMark string
+
+	closed atomic.Bool
 
 	once  sync.Once
 	fails *clientTable // client address → its allowance of bad tokens
@@ -271,12 +282,12 @@ func (s *Server) authenticate(r *http.Request) (*tokens.Token, error) {
 		if au.Require {
 			return nil, tokens.ErrNoToken
 		}
-		any, err := au.Tokens.HasTokens(r.Context())
+		shut, err := au.Closed(r.Context())
 		if err != nil {
 			return nil, err
 		}
-		if any {
-			return nil, tokens.ErrNoToken
+		if shut {
+			return nil, au.noTokenError(r.Context())
 		}
 		return nil, nil
 	}
@@ -304,8 +315,70 @@ func (s *Server) firstToken(r *http.Request) bool {
 	if r.Header.Get("Authorization") != "" || !loopback(r) || s.Auth == nil || s.Auth.Tokens == nil {
 		return false
 	}
-	any, err := s.Auth.Tokens.HasTokens(r.Context())
+	shut, err := s.Auth.Closed(r.Context())
+	return err == nil && !shut
+}
+
+// Closed reports whether callers without a token are refused because a
+// token exists, or existed once (ClosedMark), on this gateway.
+func (au *Auth) Closed(ctx context.Context) (bool, error) {
+	if au.closed.Load() {
+		return true, nil
+	}
+	any, err := au.Tokens.HasTokens(ctx)
+	if err != nil {
+		return false, err
+	}
+	if any {
+		au.markClosed()
+		return true, nil
+	}
+	if au.ClosedMark != "" {
+		if _, err := os.Stat(au.ClosedMark); err == nil {
+			au.closed.Store(true)
+			return true, nil
+		}
+	}
+	return false, nil
+}
+
+// Lost reports a store that holds no token although this gateway had
+// some (ClosedMark exists): its tokens were lost with the store.
+func (au *Auth) Lost(ctx context.Context) bool {
+	if au.ClosedMark == "" {
+		return false
+	}
+	if _, err := os.Stat(au.ClosedMark); err != nil {
+		return false
+	}
+	any, err := au.Tokens.HasTokens(ctx)
 	return err == nil && !any
+}
+
+// markClosed remembers, in memory and in ClosedMark, that a token exists.
+func (au *Auth) markClosed() {
+	if au.closed.Swap(true) || au.ClosedMark == "" {
+		return
+	}
+	if _, err := os.Stat(au.ClosedMark); err == nil {
+		return
+	}
+	_ = os.WriteFile(au.ClosedMark, []byte(closedMarkText), 0o600)
+}
+
+const closedMarkText = `This gateway has had API tokens. While this file exists, callers without
+a token are refused even if the store holds no token (an emptied Redis must
+not reopen the API to the agent). To let a first admin token be made from
+this machine again, a person deletes this file and restarts the gateway.
+`
+
+// noTokenError is ErrNoToken, or, when the store lost its tokens, what
+// happened and what a person can do.
+func (au *Auth) noTokenError(ctx context.Context) error {
+	if au.Lost(ctx) {
+		return bot.Errorf(bot.EUnauthorized, "this gateway requires a token, and its store holds none although it had some (Redis emptied or restarted without persistence?): restore the store, or make an admin token on it directly (SIGNOFF_REDIS_URL=… signoff tokens create --name me --scopes admin), or delete %s and restart the gateway to make a first token from this machine", au.ClosedMark)
+	}
+	return tokens.ErrNoToken
 }
 
 // bodyInScope refuses a persona-bound token naming another persona in

@@ -109,8 +109,8 @@ func (s *Server) createToken(w http.ResponseWriter, r *http.Request) {
 	if TokenFrom(r.Context()) == nil && !slices.Contains(spec.Scopes, tokens.Admin) {
 		// Once a token exists the API is closed: without an admin token
 		// nobody could manage tokens through it any more.
-		any, err := s.Auth.Tokens.HasTokens(r.Context())
-		if err == nil && !any {
+		shut, err := s.Auth.Closed(r.Context())
+		if err == nil && !shut {
 			err = bot.Errorf(bot.EInvalid, "the first token must carry the admin scope, so tokens can still be managed once the API is closed (e.g. --name me --scopes admin)")
 		}
 		if err != nil {
@@ -126,6 +126,7 @@ func (s *Server) createToken(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, err)
 		return
 	}
+	s.Auth.markClosed()
 	s.auditToken(r.Context(), "created", t, by)
 	out := CreatedToken{Name: t.Name, Token: plain, Record: t}
 	if s.Checker != nil && s.Checker.Personas != nil {

@@ -367,14 +367,20 @@ func serveAuth(ctx context.Context, cfg *config, store *qredis.Store, audit *sig
 			"  signoff tokens create --name admin --scopes admin\n"+
 			"or create it on the store first: SIGNOFF_REDIS_URL=… signoff tokens create --name admin --scopes admin", cfg.Listen)
 	}
-	au := &httpapi.Auth{Tokens: store, Secret: k, Require: bool(cfg.RequireTokens) || !local, Audit: audit}
+	au := &httpapi.Auth{Tokens: store, Secret: k, Require: bool(cfg.RequireTokens) || !local, Audit: audit,
+		ClosedMark: filepath.Join(cfg.DataDir, "tokens.closed")}
 	switch {
-	case len(ts) == 0 && !au.Require:
+	case au.Lost(ctx):
+		log.Warn("TOKENS LOST: this gateway had API tokens and its store holds none (Redis emptied, or restarted without persistence): the API stays closed to callers without a token. Restore the store, or make an admin token on it directly (SIGNOFF_REDIS_URL=… signoff tokens create --name me --scopes admin), or delete " + au.ClosedMark + " and restart to make a first token from this machine")
+	case len(ts) > 0:
+		if _, err := au.Closed(ctx); err != nil {
+			return nil, err
+		}
+		log.Info("tokens required", "tokens", len(ts), "admin tokens", admins)
+	case !au.Require:
 		log.Warn("API open: no token exists, so calls from this machine need none (loopback only). Create one to close it: signoff tokens create --name me --scopes admin")
 	case len(ts) == 0:
 		log.Warn("tokens required and none exists yet: create the first from this machine: signoff tokens create --name admin --scopes admin")
-	default:
-		log.Info("tokens required", "tokens", len(ts), "admin tokens", admins)
 	}
 	return au, nil
 }

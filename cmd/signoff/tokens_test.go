@@ -234,3 +234,50 @@ func startServe(t *testing.T, env ...string) *syncBuffer {
 	})
 	return logs
 }
+
+// TestEmptiedStoreDoesNotReopenTheAPI: a gateway that had tokens and comes
+// back on an empty store (the embedded store after a restart; a Redis
+// flushed or restarted without persistence) stays closed: an agent on
+// loopback cannot call it without a token, nor mint itself the "first"
+// admin token.
+func TestEmptiedStoreDoesNotReopenTheAPI(t *testing.T) {
+	serveEnv(t, "127.0.0.1:0")
+	run := func() (stop func(), logs *syncBuffer) {
+		ctx, cancel := context.WithCancel(context.Background())
+		addr := make(chan string, 1)
+		logs = &syncBuffer{}
+		done := make(chan int, 1)
+		a := &app{stdout: logs, stderr: logs, ready: func(s string) { addr <- s }}
+		go func() { done <- a.run(ctx, []string{"serve"}) }()
+		select {
+		case s := <-addr:
+			t.Setenv("SIGNOFF_URL", "http://"+s)
+		case code := <-done:
+			t.Fatalf("serve exited %d:\n%s", code, logs)
+		case <-time.After(10 * time.Second):
+			t.Fatalf("serve not listening after 10s:\n%s", logs)
+		}
+		return func() { cancel(); <-done }, logs
+	}
+	stop, _ := run()
+	if code, _, errs := cli("tokens", "create", "--name", "me", "--scopes", "admin"); code != 0 {
+		t.Fatalf("first token = %d %q", code, errs)
+	}
+	if code, _, _ := cli("pending"); code != 2 {
+		t.Fatalf("pending without a token once one exists = %d, want refused", code)
+	}
+	stop()
+
+	// The embedded store kept nothing: the tokens are gone.
+	stop, logs := run()
+	defer stop()
+	if !strings.Contains(logs.String(), "TOKENS LOST") {
+		t.Errorf("serve does not say the store lost its tokens:\n%s", logs)
+	}
+	if code, _, errs := cli("pending"); code != 2 || !strings.Contains(errs, "holds none although it had some") {
+		t.Errorf("pending without a token on the emptied store = %d %q, want refused", code, errs)
+	}
+	if code, out, errs := cli("tokens", "create", "--name", "agent-admin", "--scopes", "admin"); code != 2 {
+		t.Errorf("a 'first' admin token minted from loopback on the emptied store = %d %q %q, want refused", code, out, errs)
+	}
+}
