@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/http"
 	"net/netip"
+	"net/url"
 	"strconv"
 	"strings"
 	"sync"
@@ -14,11 +15,12 @@ import (
 
 	"golang.org/x/time/rate"
 
+	"github.com/signoff/signoff/bot"
 	"github.com/signoff/signoff/bot/tokens"
 )
 
-// The guards in front of every route: the Host check (DNS rebinding) and
-// the per-client rate limit.
+// The guards in front of every route: the Host check (DNS rebinding), the
+// cross-site browser check (CSRF) and the per-client rate limit.
 
 // EMisdirected is a call whose Host this gateway does not serve (421).
 const EMisdirected = "misdirected_host"
@@ -126,6 +128,33 @@ func (s *Server) checkHost(next http.Handler) http.Handler {
 			Error: fmt.Sprintf("this gateway does not serve host %q (a web page whose name was rebound to this address would send it): "+
 				"call it by IP address or localhost, or, if that is a name it is meant to be reached by, add it to SIGNOFF_ALLOWED_HOSTS", r.Host),
 			Code: EMisdirected,
+		})
+	})
+}
+
+// checkBrowser refuses a call a browser made for another site's page:
+// Sec-Fetch-Site other than same-origin or none (the person opened the URL
+// themselves), or an Origin that is not this Host. No web page is a client
+// of this API, and a cross-site call needs no body to do harm (a bodiless
+// withdraw, a wait with withdraw_on_disconnect that the page aborts).
+// Clients that are not browsers send neither header.
+func (s *Server) checkBrowser(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		site := r.Header.Get("Sec-Fetch-Site")
+		origin := r.Header.Get("Origin")
+		bad := site != "" && site != "same-origin" && site != "none"
+		if origin != "" && !bad {
+			u, err := url.Parse(origin)
+			bad = err != nil || u.Host == "" || !strings.EqualFold(u.Host, r.Host)
+		}
+		if !bad {
+			next.ServeHTTP(w, r)
+			return
+		}
+		s.log().Debug("cross-site browser call refused", "origin", origin, "sec_fetch_site", site, "path", r.URL.Path)
+		writeJSON(w, http.StatusForbidden, ErrorBody{
+			Error: fmt.Sprintf("cross-site browser call refused (Origin %q, Sec-Fetch-Site %q): no web page may call this API; use signoff's CLI, hook or MCP server", origin, site),
+			Code:  bot.EForbidden,
 		})
 	})
 }

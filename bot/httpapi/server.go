@@ -62,9 +62,9 @@ type Server struct {
 }
 
 // Handler returns the API's routes, each behind its Access (auth.go),
-// behind the Host check (guard.go).
+// behind the Host and cross-site checks (guard.go).
 func (s *Server) Handler() http.Handler {
-	return s.checkHost(s.authorize(s.routes()))
+	return s.checkHost(s.checkBrowser(s.authorize(s.routes())))
 }
 
 // routes registers every route with who may call it. A route of your own:
