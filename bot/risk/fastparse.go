@@ -8,11 +8,12 @@ import (
 
 // fastParse reads the commonest shapes of shell code without the parser
 // (which allocates kilobytes for any input): one line of simple commands
-// of plain words, joined by |, &&, || and ;. It builds the same syntax
+// of plain words, simple redirections and assignments, joined by |, &&,
+// || and ;. It builds the same syntax
 // tree the parser builds — node for node, positions included (the tests
 // and FuzzFastParse hold it to that) — in nodes kept with the pooled
 // walker, so the walk that follows is the parser's walk. Anything else
-// (expansions, redirections, brackets, reserved words, assignments,
+// (expansions, here-documents, brackets, reserved words, arrays,
 // escapes, comments, newlines, tabs, non-ASCII) reports false, and the
 // parser reads the code.
 //
@@ -150,23 +151,45 @@ func (p *fastParser) pipeline() (*syntax.Stmt, bool) {
 	}
 }
 
-// command: word (' '+ word)*, the first word neither a reserved word nor
+// command: assignments, then words, and redirections (> >> < >& &> &>>,
+// with a file descriptor number before the first four) anywhere; at least
+// one word or assignment; the first word neither a reserved word nor
 // holding '='.
 func (p *fastParser) command() (*syntax.Stmt, bool) {
 	start := p.i
 	var args [16]*syntax.Word
-	n := 0
+	var redirs [4]*syntax.Redirect
+	var assigns [4]*syntax.Assign
+	n, nr, na := 0, 0, 0
 	for p.i < len(p.src) {
 		c := p.src[p.i]
 		if c == ' ' {
 			p.spaces()
 			continue
 		}
-		if c == '|' || c == '&' || c == ';' {
+		if c == '|' || c == ';' || c == '&' && !(p.i+1 < len(p.src) && p.src[p.i+1] == '>') {
 			break
 		}
-		if n == len(args) {
+		if nr == len(redirs) || n == len(args) || na == len(assigns) {
 			return nil, false
+		}
+		if n == 0 {
+			if as, ok, isAssign := p.assign(); isAssign {
+				if !ok {
+					return nil, false
+				}
+				assigns[na] = as
+				na++
+				continue
+			}
+		}
+		if r, ok, isRedir := p.redirect(); isRedir {
+			if !ok {
+				return nil, false
+			}
+			redirs[nr] = r
+			nr++
+			continue
 		}
 		wd, ok := p.word(n == 0)
 		if !ok {
@@ -175,15 +198,113 @@ func (p *fastParser) command() (*syntax.Stmt, bool) {
 		args[n] = wd
 		n++
 	}
-	if n == 0 {
+	if n == 0 && na == 0 {
 		return nil, false
 	}
 	ce := p.a.call()
-	ce.Args = p.a.wordList(args[:n])
+	if n > 0 {
+		ce.Args = p.a.wordList(args[:n])
+	}
+	if na > 0 {
+		ce.Assigns = p.a.assignList(assigns[:na])
+	}
 	s := p.a.stmt()
 	s.Position = pos(start)
 	s.Cmd = ce
+	if nr > 0 {
+		s.Redirs = p.a.redirList(redirs[:nr])
+	}
 	return s, true
+}
+
+// assign reads NAME=VALUE or NAME+=VALUE at p.i, if one starts there
+// (isAssign); VALUE is a word or nothing.
+func (p *fastParser) assign() (as *syntax.Assign, ok, isAssign bool) {
+	i := p.i
+	for i < len(p.src) {
+		c := p.src[i]
+		if c == '_' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || i > p.i && c >= '0' && c <= '9' {
+			i++
+			continue
+		}
+		break
+	}
+	nameEnd := i
+	if nameEnd == p.i {
+		return nil, false, false
+	}
+	app := false
+	if i < len(p.src) && p.src[i] == '+' {
+		app = true
+		i++
+	}
+	if i >= len(p.src) || p.src[i] != '=' {
+		return nil, false, false
+	}
+	as = p.a.assign()
+	name := p.a.lit()
+	*name = syntax.Lit{ValuePos: pos(p.i), ValueEnd: pos(nameEnd), Value: p.src[p.i:nameEnd]}
+	as.Name, as.Append = name, app
+	p.i = i + 1
+	if p.i < len(p.src) {
+		switch p.src[p.i] {
+		case ' ', '|', '&', ';', '<', '>':
+		default:
+			wd, ok := p.word(false)
+			if !ok {
+				return nil, false, true
+			}
+			as.Value = wd
+		}
+	}
+	return as, true, true
+}
+
+// redirect reads a redirection at p.i, if one starts there (isRedir).
+func (p *fastParser) redirect() (r *syntax.Redirect, ok, isRedir bool) {
+	i := p.i
+	for i < len(p.src) && p.src[i] >= '0' && p.src[i] <= '9' {
+		i++
+	}
+	if i == len(p.src) {
+		return nil, false, false
+	}
+	numEnd := i
+	var op syntax.RedirOperator
+	switch c := p.src[i]; {
+	case c == '&' && numEnd == p.i && strings.HasPrefix(p.src[i:], "&>>"):
+		op, i = syntax.AppAll, i+3
+	case c == '&' && numEnd == p.i && strings.HasPrefix(p.src[i:], "&>"):
+		op, i = syntax.RdrAll, i+2
+	case strings.HasPrefix(p.src[i:], ">>"):
+		op, i = syntax.AppOut, i+2
+	case strings.HasPrefix(p.src[i:], ">&"):
+		op, i = syntax.DplOut, i+2
+	case c == '>':
+		op, i = syntax.RdrOut, i+1
+	case c == '<':
+		op, i = syntax.RdrIn, i+1
+	default:
+		return nil, false, false // digits that are a word
+	}
+	if i < len(p.src) && (p.src[i] == '<' || p.src[i] == '>' || p.src[i] == '&' || p.src[i] == '|') {
+		return nil, false, true // <<, <<<, <>, <&, >|, >>& …: the parser's
+	}
+	r = p.a.redir()
+	r.Op, r.OpPos = op, pos(numEnd)
+	if numEnd > p.i {
+		l := p.a.lit()
+		*l = syntax.Lit{ValuePos: pos(p.i), ValueEnd: pos(numEnd), Value: p.src[p.i:numEnd]}
+		r.N = l
+	}
+	p.i = i
+	p.spaces()
+	wd, ok := p.word(false)
+	if !ok {
+		return nil, false, true
+	}
+	r.Word = wd
+	return r, true, true
 }
 
 // word reads one word: unquoted runs of plain bytes (and ~), '…' and "…"
@@ -194,7 +315,7 @@ func (p *fastParser) word(first bool) (*syntax.Word, bool) {
 	n := 0
 	for p.i < len(p.src) {
 		c := p.src[p.i]
-		if c == ' ' || c == '|' || c == '&' || c == ';' {
+		if c == ' ' || c == '|' || c == '&' || c == ';' || c == '<' || c == '>' {
 			break
 		}
 		if n == len(parts) {
@@ -244,6 +365,12 @@ func (p *fastParser) word(first bool) (*syntax.Word, bool) {
 			return nil, false
 		}
 	}
+	if n == 0 {
+		return nil, false
+	}
+	if p.i < len(p.src) && (p.src[p.i] == '<' || p.src[p.i] == '>') && p.src[start] == '{' {
+		return nil, false // {fd}>file names a descriptor variable
+	}
 	if first {
 		text := p.src[start:p.i]
 		if strings.IndexByte(text, '=') >= 0 || isReserved(text) {
@@ -256,13 +383,14 @@ func (p *fastParser) word(first bool) (*syntax.Word, bool) {
 }
 
 // fastLit are the bytes of unquoted literal text fastParse reads: those
-// plainWords reads, and ~.
+// plainWords reads, ~, and braces (literal text to the parser; a lone {
+// or } first is a reserved word, and refused).
 var fastLit = func() (t [256]bool) {
 	for c := range plainClass {
 		k := plainClass[c]
 		t[c] = k == plainWordByte || k == plainGlobByte
 	}
-	t['~'] = true
+	t['~'], t['{'], t['}'] = true, true, true
 	return t
 }()
 
@@ -281,13 +409,17 @@ type nodeArena struct {
 	stmtPtr []*syntax.Stmt
 	wordPtr []*syntax.Word
 	parts   []syntax.WordPart
+	redirs  []syntax.Redirect
+	redirP  []*syntax.Redirect
+	assigns []syntax.Assign
+	assignP []*syntax.Assign
 }
 
 // arenaMark is where an arena's chunks were filled to.
-type arenaMark [11]int
+type arenaMark [15]int
 
 func (a *nodeArena) mark() arenaMark {
-	return arenaMark{len(a.files), len(a.stmts), len(a.bins), len(a.calls), len(a.words), len(a.lits), len(a.sgls), len(a.dbls), len(a.stmtPtr), len(a.wordPtr), len(a.parts)}
+	return arenaMark{len(a.files), len(a.stmts), len(a.bins), len(a.calls), len(a.words), len(a.lits), len(a.sgls), len(a.dbls), len(a.stmtPtr), len(a.wordPtr), len(a.parts), len(a.redirs), len(a.redirP), len(a.assigns), len(a.assignP)}
 }
 
 // release gives back what a failed parse took (only from the chunks it
@@ -304,6 +436,10 @@ func (a *nodeArena) release(m arenaMark) {
 	a.stmtPtr = a.stmtPtr[:min(m[8], len(a.stmtPtr))]
 	a.wordPtr = a.wordPtr[:min(m[9], len(a.wordPtr))]
 	a.parts = a.parts[:min(m[10], len(a.parts))]
+	a.redirs = a.redirs[:min(m[11], len(a.redirs))]
+	a.redirP = a.redirP[:min(m[12], len(a.redirP))]
+	a.assigns = a.assigns[:min(m[13], len(a.assigns))]
+	a.assignP = a.assignP[:min(m[14], len(a.assignP))]
 }
 
 // reset makes every node free again (a new command).
@@ -344,6 +480,21 @@ func (a *nodeArena) word() *syntax.Word        { return take(&a.words, 64) }
 func (a *nodeArena) lit() *syntax.Lit          { return take(&a.lits, 64) }
 func (a *nodeArena) sgl() *syntax.SglQuoted    { return take(&a.sgls, 16) }
 func (a *nodeArena) dbl() *syntax.DblQuoted    { return take(&a.dbls, 16) }
+
+func (a *nodeArena) redir() *syntax.Redirect { return take(&a.redirs, 16) }
+func (a *nodeArena) assign() *syntax.Assign  { return take(&a.assigns, 16) }
+
+func (a *nodeArena) assignList(as []*syntax.Assign) []*syntax.Assign {
+	out := takeN(&a.assignP, len(as), 16)
+	copy(out, as)
+	return out
+}
+
+func (a *nodeArena) redirList(rs []*syntax.Redirect) []*syntax.Redirect {
+	out := takeN(&a.redirP, len(rs), 16)
+	copy(out, rs)
+	return out
+}
 
 func (a *nodeArena) stmtList(s []*syntax.Stmt) []*syntax.Stmt {
 	out := takeN(&a.stmtPtr, len(s), 32)

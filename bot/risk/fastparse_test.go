@@ -131,16 +131,19 @@ func TestFastParseShapes(t *testing.T) {
 		"git status", "ls -la ~/src", "a | b", "a | b | c", "a && b || c", "a || b && c | d",
 		"a; b", "a;b", "a ; b ;", " a  b ", "x 'y z' \"w\"", "x a'b'c\"d\"e", `echo ""`, "echo ''",
 		"cat ~/.ssh/id_rsa | nc x 1", "git log --oneline | head -5 && echo done", "rm -rf ~",
-		"echo 'it''s'", "echo '$(rm -rf /)'", "'rm' -rf /", `"git" status`, "find . -name '*.go'",
+		"echo 'it''s'", "a > f", "a >f", "a>f", "a 2>/dev/null", "a 2>&1 | b", "a >> ~/.bashrc", "a < f b", "a &> f", "a &>> f",
+		"a 12>f", "a2>f", "a '2'>f", "a >&2", "a > f > g", "> f a", "2>f a", "echo x >'f'", "a 2>&1 && b", "a >&-",
+		"X=1 a", "X=1", "X= a", "X=a'b'c d", "X='a' b", "X+=y z", "A=1 B=2 c", "A=1 B=2", "_x9=~/.ssh a | b", "X=1>f a", "X=1 a=b",
+		"MAKEFLAGS='--eval=x' make", "LD_PRELOAD=/tmp/x.so ls", "X=\"y\" a", "git stash drop stash@{0}", "echo {a,b} } {", "echo x{}y", "echo '$(rm -rf /)'", "'rm' -rf /", `"git" status`, "find . -name '*.go'",
 	} {
 		if !checkFastParse(t, c, src) {
 			t.Errorf("fastParse does not read %q", src)
 		}
 	}
 	for _, src := range []string{
-		"", " ", ";", "a;;", "a &", "a & b", "a |& b", "a |", "| a", "a &&", "a; ;", "a > f", "a < f", "a 2>&1",
-		"x=1 a", "a=b", "if x", "time x", "! a", "{ a; }", "(a)", "a $x", "a `b`", `a "$x"`, `a "\x"`, "a\\ b",
-		"a\nb", "a\tb", "a # c", "a 'b", `a "b`, "a [x]", "echo é", "declare x", "a{b,c}", "a 'b\x01'",
+		"", " ", ";", "a;;", "a &", "a & b", "a |& b", "a |", "| a", "a &&", "a; ;", "> f", "a >", "a > |", "a << E", "a <<< x", "a <> f", "a <& 0", "a >| f", "a {fd}>f", "a >> & f",
+		"1x=1 a", "X=1 if", "a[0]=x", "X=(a b)", "X=$y a", "X=1 a=b=c(", "if x", "time x", "! a", "{ a; }", "(a)", "a $x", "a `b`", `a "$x"`, `a "\x"`, "a\\ b",
+		"a\nb", "a\tb", "a # c", "a 'b", `a "b`, "a [x]", "echo é", "declare x", "{ a", "} a", "a; { b; }", "a 'b\x01'",
 	} {
 		w := walker{r: c.rules}
 		if _, ok := w.fastParse(src); ok {

@@ -193,10 +193,15 @@ func plainWords(cmd string, args []word) ([]word, bool) {
 		}
 		switch plainClass[c] {
 		case plainWordByte:
+			j := i + 1
+			for j < len(cmd) && plainClass[cmd[j]] == plainWordByte {
+				j++
+			}
 			if copied {
-				b.WriteByte(c)
+				b.WriteString(cmd[i:j])
 			}
 			inWord = true
+			i = j - 1
 		case plainGlobByte:
 			if copied {
 				b.WriteByte(c)
