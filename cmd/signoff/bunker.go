@@ -49,8 +49,10 @@ const (
 	defaultBunkerWait = 2 * time.Minute
 	maxBunkerWait     = signing.MaxEventAge - time.Minute
 	bunkerDialTimeout = 10 * time.Second
-	bunkerProgress    = 10 * time.Second
 )
+
+// bunkerProgress is how often a wait for the signer says how long is left.
+var bunkerProgress = 10 * time.Second
 
 // bunkerClientKeyPath is the session key signoff talks to signers with,
 // beside the person's key file. It encrypts the NIP-46 conversation and

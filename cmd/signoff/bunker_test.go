@@ -347,11 +347,16 @@ func TestSilentBunkerTimesOut(t *testing.T) {
 	relay := relaytest.Start(t)
 	silent := "bunker://" + signing.NewKey().PublicKey() + "?relay=" + url.QueryEscape(relay.URL())
 	r := submitForBunker(t, "rm -rf ~/work")
+	defer func(d time.Duration) { bunkerProgress = d }(bunkerProgress)
+	bunkerProgress = 200 * time.Millisecond
 	start := time.Now()
 	c, _, errs := cli("approve", "--bunker", silent, "--bunker-timeout", "1s", r.ID)
 	if c != 2 || !strings.Contains(errs, "waiting for your signer to accept this connection") ||
 		!strings.Contains(errs, "your signer did not answer in time") || !strings.Contains(errs, "nothing sent") {
 		t.Fatalf("approve = %d, stderr:\n%s; want a timeout after showing the wait", c, errs)
+	}
+	if !strings.Contains(errs, "still waiting for your signer to accept this connection… ") || !strings.Contains(errs, "left") {
+		t.Errorf("stderr shows no progress while waiting:\n%s", errs)
 	}
 	if waited := time.Since(start); waited > 30*time.Second {
 		t.Errorf("gave up after %s with --bunker-timeout 1s", waited)
