@@ -17,6 +17,7 @@ const (
 	EUnavailable  = "unavailable"  // the store or a platform cannot be reached
 	EInternal     = "internal"     // a bug; details are logged, not shown
 	EForbidden    = "forbidden"    // a caller outside its scopes
+	ERateLimited  = "rate_limited" // too many calls: try again later
 )
 
 // Error is the application error users see: a code and a message.

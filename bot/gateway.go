@@ -61,6 +61,8 @@ type Gateway struct {
 	// follow-up is started while Close waits (a WaitGroup misuse).
 	mu     sync.Mutex
 	closed bool
+
+	publishLimits publishLimits // publish.go
 }
 
 var _ Service = (*Gateway)(nil)

@@ -8,10 +8,47 @@ import (
 	"sync"
 	"time"
 	"unicode/utf8"
+
+	"golang.org/x/time/rate"
 )
 
 // MaxPublishLen caps the text of POST /v1/publish, in characters.
 const MaxPublishLen = 4000
+
+// Publishing is limited per persona on each replica: a burst of
+// PublishBurst messages, then one every PublishEvery, so an agent cannot
+// flood its people's channels (nor get the bot rate-limited or banned by
+// the platform).
+const (
+	PublishBurst = 10
+	PublishEvery = 6 * time.Second
+)
+
+// publishLimits holds one limiter per persona (personas are few: only
+// loaded ones get here).
+type publishLimits struct {
+	mu sync.Mutex
+	m  map[string]*rate.Limiter
+}
+
+func (l *publishLimits) allow(persona string, now time.Time) (bool, time.Duration) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.m == nil {
+		l.m = map[string]*rate.Limiter{}
+	}
+	lim := l.m[persona]
+	if lim == nil {
+		lim = rate.NewLimiter(rate.Every(PublishEvery), PublishBurst)
+		l.m[persona] = lim
+	}
+	r := lim.ReserveN(now, 1)
+	if d := r.DelayFrom(now); d > 0 {
+		r.CancelAt(now)
+		return false, d
+	}
+	return true, 0
+}
 
 // Publisher is the optional Channel capability of posting a plain message
 // (not a request: no buttons, nothing to vote on). text is already the
@@ -59,6 +96,9 @@ func (g *Gateway) Publish(ctx context.Context, persona, text, by string) (Publis
 	p, err := g.Store.Persona(ctx, persona)
 	if err != nil {
 		return res, err
+	}
+	if ok, wait := g.publishLimits.allow(p.Name, g.now()); !ok {
+		return res, Errorf(ERateLimited, "persona %s published %d messages lately: at most one every %s after a burst of %d; try again in %s", p.Name, PublishBurst, PublishEvery, PublishBurst, wait.Round(time.Second))
 	}
 	msg := PublishText(p.Name, text)
 	var (

@@ -26,7 +26,7 @@ import (
 const EMisdirected = "misdirected_host"
 
 // ERateLimited is a call over its client's rate limit (429).
-const ERateLimited = "rate_limited"
+const ERateLimited = bot.ERateLimited
 
 // ParseHosts reads SIGNOFF_ALLOWED_HOSTS: names separated by commas, each
 // "host" (any port) or "host:port" (that port only). Names are compared

@@ -293,6 +293,7 @@ var statuses = map[string]int{
 	bot.EForbidden:    http.StatusForbidden,
 	bot.EUnavailable:  http.StatusServiceUnavailable,
 	bot.EInternal:     http.StatusInternalServerError,
+	bot.ERateLimited:  http.StatusTooManyRequests,
 	EUnsupportedMedia: http.StatusUnsupportedMediaType,
 }
 

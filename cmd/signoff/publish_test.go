@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"os"
@@ -191,5 +192,40 @@ func TestPublishPostsAPlainEscapedMessageOnEveryChannel(t *testing.T) {
 	}
 	if code, _, errs := cli("publish", "--persona", "demo"); code != 2 || !strings.Contains(errs, "publish takes the text") {
 		t.Errorf("signoff publish without text = %d %q", code, errs)
+	}
+}
+
+// TestPublishFloodIsLimited: an agent publishing in a loop gets a burst of
+// bot.PublishBurst messages onto its persona's channels, then 429s that
+// post nothing; another persona is not held back by it.
+func TestPublishFloodIsLimited(t *testing.T) {
+	sl := slackfake.New(t)
+	t.Setenv("SIGNOFF_SLACK_BOT_TOKEN", slackfake.BotToken)
+	t.Setenv("SIGNOFF_SLACK_APP_TOKEN", slackfake.AppToken)
+	t.Setenv("SIGNOFF_SLACK_API_URL", sl.APIURL)
+	gatewayPersonas(t, "", demoPersona+"channels:\n  - slack: C0123456\n",
+		strings.Replace(demoPersona, "name: demo", "name: other", 1)+"channels:\n  - slack: C0OTHER\n")
+	pub := makeToken(t, "--name", "release-bot", "--scopes", "publish")
+	for i := range bot.PublishBurst {
+		if code, body := postPublish(t, pub, map[string]string{"persona": "demo", "text": fmt.Sprintf("message %d", i)}); code != http.StatusOK {
+			t.Fatalf("publish %d of the burst = %d %s", i, code, body)
+		}
+	}
+	code, body := postPublish(t, pub, map[string]string{"persona": "demo", "text": "one too many"})
+	if code != http.StatusTooManyRequests || !strings.Contains(body, `"rate_limited"`) || !strings.Contains(body, "try again in") {
+		t.Errorf("publish past the burst = %d %s, want 429 rate_limited", code, body)
+	}
+	if code, body := postPublish(t, pub, map[string]string{"persona": "other", "text": "hi"}); code != http.StatusOK {
+		t.Errorf("another persona's publish = %d %s", code, body)
+	}
+	time.Sleep(100 * time.Millisecond)
+	n := 0
+	for _, m := range sl.Pending("chat.postMessage") {
+		if m.Channel == "C0123456" {
+			n++
+		}
+	}
+	if n != bot.PublishBurst {
+		t.Errorf("slack got %d messages in demo's channel, want the burst of %d and nothing more", n, bot.PublishBurst)
 	}
 }
