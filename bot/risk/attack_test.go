@@ -96,6 +96,10 @@ func TestSelfApprovalIsDangerous(t *testing.T) {
 		"signoff keygen",
 		"signoff net approve example.com",
 		"signoff tokens create",
+		"signoff ext install ./evil/signoff.json --yes", // mints a token with the scopes the file asks for
+		"signoff ext remove release-bot",
+		"signoff net deny abc --reason no",
+		"signoff approve --bunker bunker://abc?relay=ws://127.0.0.1:1 abc",
 		"SIGNOFF_RULES=./permissive.yaml signoff exec -- ls",
 		"redis-cli HSET 'signoff:req:{ID}' status approved",
 		"redis-cli PUBLISH signoff:decided ID",
