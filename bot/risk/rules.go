@@ -614,7 +614,7 @@ func (r *Rules) envDangerous(name string) bool {
 		if !strings.HasPrefix(name, globPrefix(g)) {
 			continue
 		}
-		if ok, _ := path.Match(g, name); ok {
+		if nameMatch(g, name) {
 			return true
 		}
 	}
@@ -762,7 +762,7 @@ func (r *Rules) lookup(name string) (entry, bool) {
 		if !strings.HasPrefix(name, g.prefix) {
 			continue
 		}
-		if ok, _ := path.Match(g.pattern, name); ok {
+		if nameMatch(g.pattern, name) {
 			return g.entry, true
 		}
 	}

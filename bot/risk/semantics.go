@@ -212,11 +212,39 @@ func (w *walker) printenv(args []word, _ in, _ ctx) bool {
 	return true
 }
 
+// nameMatch is path.Match(pattern, name) with the common shapes (LIT,
+// *LIT, LIT*, *LIT*) done directly when name has no slash (which only
+// path.Match's * refuses to cross).
+func nameMatch(pattern, name string) bool {
+	if strings.IndexByte(name, '/') < 0 {
+		lit, pre, suf := pattern, false, false
+		if len(lit) > 0 && lit[0] == '*' {
+			lit, pre = lit[1:], true
+		}
+		if len(lit) > 0 && lit[len(lit)-1] == '*' {
+			lit, suf = lit[:len(lit)-1], true
+		}
+		if !hasGlobEsc(lit) {
+			switch {
+			case pre && suf:
+				return strings.Contains(name, lit)
+			case pre:
+				return strings.HasSuffix(name, lit)
+			case suf:
+				return strings.HasPrefix(name, lit)
+			}
+			return name == lit
+		}
+	}
+	ok, _ := path.Match(pattern, name)
+	return ok
+}
+
 // secretVar reports whether a variable's name says it holds a credential.
 func (r *Rules) secretVar(name string) bool {
 	up := strings.ToUpper(name)
 	for _, g := range r.Env.Secrets {
-		if ok, _ := path.Match(g, up); ok {
+		if nameMatch(g, up) {
 			return true
 		}
 	}
