@@ -29,6 +29,10 @@ type Keeper struct {
 	Logger *slog.Logger
 	// ID names this replica in the marker.
 	ID string
+	// Claim, when set, runs at every Load once the personas are in: what
+	// else the replica records in the store (the fleet's gateway key). An
+	// error fails the Load, and /readyz says it.
+	Claim func(ctx context.Context) error
 
 	mu      sync.Mutex
 	reloads int
@@ -63,6 +67,11 @@ func (k *Keeper) Load(ctx context.Context) ([]string, error) {
 	removed, err := k.Store.SyncPersonas(ctx, k.Personas)
 	if err != nil {
 		return removed, err
+	}
+	if k.Claim != nil {
+		if err := k.Claim(ctx); err != nil {
+			return removed, err
+		}
 	}
 	if err := k.Store.MarkLoaded(ctx, k.ID); err != nil {
 		return removed, err
@@ -140,6 +149,9 @@ func (k *Keeper) check(ctx context.Context) {
 	k.log().Warn("store lost its data: the personas and the loaded marker are gone; loading the personas again (requests that were pending there are lost and will be refused as unknown)")
 	if _, err := k.Load(cctx); err != nil {
 		k.log().Error("reload personas into the emptied store", "err", err)
+		k.mu.Lock()
+		k.lost = "the store lost its data (it restarted empty?) and could not be loaded again: " + err.Error()
+		k.mu.Unlock()
 		return
 	}
 	k.mu.Lock()

@@ -119,6 +119,12 @@ func serveWith(ctx context.Context, a *app, cfg *config) int {
 	if err != nil {
 		return a.fail(err)
 	}
+	// One key for the fleet: checked now, and again whenever the keeper
+	// reloads an emptied store.
+	keeper.Claim = func(ctx context.Context) error { return claimFleetKey(ctx, store, key, cfg) }
+	if err := keeper.Claim(ctx); err != nil {
+		return a.fail(err)
+	}
 	if err := writeLocalPin(cfg, key, log); err != nil {
 		return a.fail(err)
 	}
@@ -410,4 +416,28 @@ func crashNow() {
 		p.Kill()
 	}
 	select {}
+}
+
+// claimFleetKey records this gateway's key as the fleet's in the store, or
+// refuses when the replicas already there use another: a replica under
+// another key would read every decision the others seal as denied.
+func claimFleetKey(ctx context.Context, store *qredis.Store, key *signing.Key, cfg *config) error {
+	cctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	cur, err := store.ClaimGatewayKey(cctx, key.Npub())
+	if err != nil {
+		return err
+	}
+	if cur == key.Npub() {
+		return nil
+	}
+	from := "from SIGNOFF_NOSTR_KEY"
+	if cfg.NostrKey == "" {
+		from = "from " + filepath.Join(cfg.DataDir, "gateway.key")
+	}
+	return fmt.Errorf("the gateways already on this Redis sign with the key %s, and this one's key is %s (%s).\n"+
+		"Replicas sharing a Redis must share one gateway key, or each reads the others' decisions as denied: "+
+		"give every replica the same SIGNOFF_NOSTR_KEY (or the same gateway.key file).\n"+
+		"If the fleet's key was changed on purpose, stop the replicas under the old key and remove it: redis-cli DEL %s",
+		cur, key.Npub(), from, store.FleetKeyName())
 }

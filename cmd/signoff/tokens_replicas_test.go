@@ -8,11 +8,13 @@ import (
 	"os/exec"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/signoff/signoff/bot/tokens"
 	qredis "github.com/signoff/signoff/quorum/redis"
+	"github.com/signoff/signoff/signing"
 )
 
 // ownRedis starts a redis-server of this test's own on a free loopback
@@ -47,12 +49,22 @@ func ownRedis(t *testing.T) string {
 	}
 }
 
+// fleetKeys gives every replica on one Redis the same gateway key, as
+// serve requires.
+var fleetKeys sync.Map
+
+func fleetKey(t *testing.T, redisURL string) {
+	k, _ := fleetKeys.LoadOrStore(redisURL, signing.NewKey())
+	t.Setenv("SIGNOFF_NOSTR_KEY", k.(*signing.Key).Nsec())
+}
+
 // replica runs one serve on redisURL with its own data dir and returns its URL.
 func replica(t *testing.T, redisURL, secret string) string {
 	t.Helper()
 	serveEnv(t, "127.0.0.1:0")
 	t.Setenv("SIGNOFF_REDIS_URL", redisURL)
 	t.Setenv("SIGNOFF_TOKEN_SECRET", secret)
+	fleetKey(t, redisURL)
 	ctx, cancel := context.WithCancel(context.Background())
 	addr := make(chan string, 1)
 	logs := &syncBuffer{}
@@ -64,6 +76,7 @@ func replica(t *testing.T, redisURL, secret string) string {
 	case s := <-addr:
 		return "http://" + s
 	case code := <-done:
+		done <- code // for the cleanup
 		t.Fatalf("serve exited %d:\n%s", code, logs)
 	case <-time.After(10 * time.Second):
 		t.Fatalf("serve not listening after 10s:\n%s", logs)
@@ -109,6 +122,7 @@ func TestReplicaWithAnotherTokenSecretRefusesToStart(t *testing.T) {
 	serveEnv(t, "127.0.0.1:0")
 	t.Setenv("SIGNOFF_REDIS_URL", url)
 	t.Setenv("SIGNOFF_TOKEN_SECRET", strings.Repeat("b", 32))
+	fleetKey(t, url)
 	var out, errb syncBuffer
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()

@@ -103,3 +103,38 @@ func TestClusterLifecycle(t *testing.T) {
 		t.Fatalf("pending after all decided: %d, %v", len(rs), err)
 	}
 }
+
+// TestClusterDecisionAuditedOnceWhenItsMarkWasLost: on Cluster a
+// decision's record is appended in the {audit} slot and the request is
+// marked audited in its own, in two steps. A replica that died between
+// them (the mark lost) used to have the decision audited again by the
+// replica that delivered it next; now the chain's own record of audited
+// decisions refuses the second append.
+func TestClusterDecisionAuditedOnceWhenItsMarkWasLost(t *testing.T) {
+	addr := clusterServer(t)
+	rdb, err := qredis.Open("redis://" + addr + "?addr=" + addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { rdb.Close() })
+	s := qredis.New(rdb, "signofftest:auditonce")
+	ctx := context.Background()
+	id := bot.NewID()
+	rec := func(seq uint64, prev string) bot.AuditRef {
+		return bot.AuditRef{Shared: true, Seq: seq, Prev: prev, Hash: fmt.Sprintf("h%d", seq), Line: []byte(fmt.Sprintf(`{"seq":%d}`, seq))}
+	}
+	if in, err := s.AppendAuditOnce(ctx, id, rec(1, "")); err != nil || !in {
+		t.Fatalf("first append = %v, %v; want appended", in, err)
+	}
+	// The mark is lost, as when the replica died right after the append.
+	if err := rdb.HDel(ctx, "signofftest:auditonce:req:{"+id+"}", "done:audit").Err(); err != nil {
+		t.Fatal(err)
+	}
+	if in, err := s.AppendAuditOnce(ctx, id, rec(2, "h1")); err != nil || in {
+		t.Fatalf("second append = %v, %v; want already audited", in, err)
+	}
+	recs, err := s.AuditRecords(ctx, 0, 10)
+	if err != nil || len(recs) != 1 {
+		t.Fatalf("the chain holds %d records (%v), want 1", len(recs), err)
+	}
+}

@@ -24,12 +24,15 @@ func (s *Store) outboxKey() string { return s.prefix + ":{outbox}" }
 var _ bot.Outbox = (*Store)(nil)
 
 // enqueue adds a decision to the outbox (when the deciding script could
-// not: on Cluster, or outside the audited vote), trying a few times.
+// not: on Cluster, or outside the audited vote), trying a few times, then
+// takes it out of the pending index. One that cannot be enqueued stays
+// there, for the outbox sweeper (SweepUnqueued).
 func (s *Store) enqueue(ctx context.Context, id string) {
 	ctx = context.WithoutCancel(ctx)
 	for attempt := 0; attempt < 5; attempt++ {
 		err := s.rdb.XAdd(ctx, &goredis.XAddArgs{Stream: s.outboxKey(), MaxLen: 100000, Approx: true, Values: []any{"id", id}}).Err()
 		if err == nil {
+			s.rdb.ZRem(ctx, s.key("pending"), id)
 			return
 		}
 		time.Sleep(time.Duration(50<<attempt) * time.Millisecond)
@@ -141,8 +144,27 @@ redis.call('HSET', KEYS[3], 'done:audit', '1')
 return 1
 `)
 
+// auditDecisionScript is auditOnceScript for Cluster, where the request's
+// hash is in another slot: the chain's own set of audited decisions (in
+// the {audit} slot, kept a week) says whether id has its record, so two
+// deliveries at once, or one after a crash between the append and the
+// request's mark, append it once. KEYS: 1 audit head, 2 audit stream,
+// 3 audited decisions. ARGV: 1 seq, 2 prev, 3 hash, 4 line, 5 id, 6 now
+// (ms). Returns 1 appended, 0 already audited, -1 head moved.
+var auditDecisionScript = goredis.NewScript(`
+if redis.call('ZSCORE', KEYS[3], ARGV[5]) then return 0 end
+local h = redis.call('HMGET', KEYS[1], 'seq', 'hash')
+local cur = tonumber(h[1] or '0')
+if tonumber(ARGV[1]) ~= cur + 1 or (cur > 0 and h[2] ~= ARGV[2]) then return -1 end
+redis.call('XADD', KEYS[2], ARGV[1] .. '-1', 'r', ARGV[4])
+redis.call('HSET', KEYS[1], 'seq', ARGV[1], 'hash', ARGV[3])
+redis.call('ZADD', KEYS[3], ARGV[6], ARGV[5])
+redis.call('ZREMRANGEBYSCORE', KEYS[3], '-inf', tonumber(ARGV[6]) - 7 * 24 * 3600 * 1000)
+return 1
+`)
+
 // AppendAuditOnce appends rec as request id's decision record unless it
-// has one. On Cluster (other slots) the mark follows the append.
+// has one. On Cluster (other slots) the request's mark follows the append.
 func (s *Store) AppendAuditOnce(ctx context.Context, id string, rec bot.AuditRef) (bool, error) {
 	if done, err := s.StepDone(ctx, id, "audit"); err != nil || done {
 		return false, err
@@ -151,15 +173,16 @@ func (s *Store) AppendAuditOnce(ctx context.Context, id string, rec bot.AuditRef
 		return s.MarkStep(ctx, id, "audit")
 	}
 	if _, cluster := s.rdb.(*goredis.ClusterClient); cluster {
-		ok, err := s.AppendAudit(ctx, rec.Seq, rec.Prev, rec.Hash, rec.Line)
+		keys := append(s.auditKeys(), s.prefix+":{audit}:decided")
+		n, err := auditDecisionScript.Run(ctx, s.rdb, keys, rec.Seq, rec.Prev, rec.Hash, rec.Line, id, time.Now().UnixMilli()).Int()
 		if err != nil {
-			return false, err
+			return false, unavailable("append audit", err)
 		}
-		if !ok {
+		if n < 0 {
 			return false, bot.ErrAuditConflict
 		}
 		_, err = s.MarkStep(ctx, id, "audit")
-		return true, err
+		return n == 1, err
 	}
 	keys := append(s.auditKeys(), s.requestKeys(id)[0])
 	n, err := auditOnceScript.Run(ctx, s.rdb, keys, rec.Seq, rec.Prev, rec.Hash, rec.Line).Int()

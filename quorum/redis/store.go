@@ -448,10 +448,11 @@ func (s *Store) runVote(ctx context.Context, b bot.Ballot, script *goredis.Scrip
 		// leaves a decided request there, which the outbox sweeper finds
 		// (SweepUnqueued) and enqueues.
 		s.afterDecide(b.RequestID)
-		if script != auditedVoteScript { // that one enqueued it itself
+		if script != auditedVoteScript {
 			s.enqueue(ctx, b.RequestID)
+		} else { // that one enqueued it itself
+			s.rdb.ZRem(ctx, s.key("pending"), b.RequestID)
 		}
-		s.rdb.ZRem(ctx, s.key("pending"), b.RequestID)
 	}
 	return out, extra, nil
 }
@@ -471,7 +472,6 @@ func (s *Store) Resolve(ctx context.Context, id string, st bot.Status, reason st
 	if n == 1 {
 		s.afterDecide(id)
 		s.enqueue(ctx, id)
-		s.rdb.ZRem(ctx, s.key("pending"), id)
 		return true, nil
 	}
 	// Not decided by this call. A request gone from the store leaves the
