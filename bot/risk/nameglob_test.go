@@ -22,10 +22,7 @@ func TestNameMatchIsPathMatch(t *testing.T) {
 func FuzzNameMatch(f *testing.F) {
 	f.Add("*_TOKEN*", "GH_TOKEN")
 	f.Fuzz(func(t *testing.T, p, n string) {
-		want, err := path.Match(p, n)
-		if err != nil {
-			return // bad patterns are refused when rules load
-		}
+		want, _ := path.Match(p, n) // a bad pattern matches nothing
 		if got := nameMatch(p, n); got != want {
 			t.Fatalf("nameMatch(%q, %q) = %v, path.Match %v", p, n, got, want)
 		}

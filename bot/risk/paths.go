@@ -162,16 +162,15 @@ func compMatch(pc, c string) bool {
 	if !patGlob && !hasGlob(c) {
 		return false // two plain names, and they differ
 	}
-	if patGlob {
-		if ok, _ := path.Match(pc, c); ok {
-			return true
-		}
+	// (components hold no slash: nameMatch is path.Match)
+	if patGlob && nameMatch(pc, c) {
+		return true
 	}
 	if hasGlob(c) && !hasGlob(pc) {
 		if strings.HasPrefix(pc, ".") && !strings.HasPrefix(c, ".") {
 			return false
 		}
-		if ok, _ := path.Match(c, pc); ok {
+		if nameMatch(c, pc) {
 			return true
 		}
 	}
