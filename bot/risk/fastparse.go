@@ -24,6 +24,7 @@ func (w *walker) fastParse(src string) (*syntax.File, bool) {
 		return nil, false
 	}
 	a := &w.nodes
+	a.used = true
 	mark := a.mark()
 	fp := fastParser{a: a, src: src}
 	f, ok := fp.file()
@@ -413,6 +414,7 @@ type nodeArena struct {
 	redirP  []*syntax.Redirect
 	assigns []syntax.Assign
 	assignP []*syntax.Assign
+	used    bool // nodes may have been taken since the last reset
 }
 
 // arenaMark is where an arena's chunks were filled to.
@@ -443,7 +445,12 @@ func (a *nodeArena) release(m arenaMark) {
 }
 
 // reset makes every node free again (a new command).
-func (a *nodeArena) reset() { a.release(arenaMark{}) }
+func (a *nodeArena) reset() {
+	if a.used {
+		a.release(arenaMark{})
+		a.used = false
+	}
+}
 
 // take returns the next zeroed element of a chunk, replacing a full chunk.
 func take[T any](chunk *[]T, size int) *T {
