@@ -107,8 +107,9 @@ func (s *Store) AuditSeeded(ctx context.Context) (uint64, error) {
 // appended first), when it does nothing and says "conflict". The record
 // joins the chain when the vote is stored (not a duplicate delivery, not a
 // stranger's answer past the bound); a decision joins the outbox in the
-// same step. KEYS: the vote script's four, 5 audit head, 6 audit stream,
-// 7 outbox. ARGV: the vote script's eleven, 12 seq, 13 prev,
+// same step, and leaves the pending index in it (no round trip after).
+// KEYS: the vote script's four, 5 audit head, 6 audit stream, 7 outbox,
+// 8 pending index. ARGV: the vote script's eleven, 12 seq, 13 prev,
 // 14 hash, 15 line. Returns the vote script's six values and in-chain (0|1).
 //
 // Redis does not undo a script's writes when a later command fails, so
@@ -139,6 +140,7 @@ if res[1] ~= 'missing' and res[5] == 1 then
 end
 if res[4] == 1 then
   redis.call('XADD', KEYS[7], 'MAXLEN', '~', '100000', '*', 'id', ARGV[9])
+  redis.call('ZREM', KEYS[8], ARGV[9])
 end
 return {res[1], res[2], res[3], res[4], res[5], res[6] or 0, appended}
 `)
@@ -162,6 +164,6 @@ func (s *Store) RecordVoteAudited(ctx context.Context, b bot.Ballot, rec bot.Aud
 		out, err := s.RecordVote(ctx, b)
 		return out, true, err
 	}
-	out, appended, err := s.runVote(ctx, b, auditedVoteScript, append(s.auditKeys(), s.outboxKey()), []any{rec.Seq, rec.Prev, rec.Hash, rec.Line})
+	out, appended, err := s.runVote(ctx, b, auditedVoteScript, append(s.auditKeys(), s.outboxKey(), s.key("pending")), []any{rec.Seq, rec.Prev, rec.Hash, rec.Line})
 	return out, appended == 1, err
 }

@@ -448,10 +448,8 @@ func (s *Store) runVote(ctx context.Context, b bot.Ballot, script *goredis.Scrip
 		// leaves a decided request there, which the outbox sweeper finds
 		// (SweepUnqueued) and enqueues.
 		s.afterDecide(b.RequestID)
-		if script != auditedVoteScript {
+		if script != auditedVoteScript { // that one enqueued it and left the index itself
 			s.enqueue(ctx, b.RequestID)
-		} else { // that one enqueued it itself
-			s.rdb.ZRem(ctx, s.key("pending"), b.RequestID)
 		}
 	}
 	return out, extra, nil

@@ -2,8 +2,12 @@ package redis_test
 
 import (
 	"context"
+	"errors"
+	"fmt"
+	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	goredis "github.com/redis/go-redis/v9"
 
@@ -57,6 +61,41 @@ func TestLookupOnTheCreatingReplicaNeedsNoRoundTrip(t *testing.T) {
 			}
 			if _, err := here.Lookup(ctx, bot.MessageRef{Platform: bot.Nostr, ID: "0000"}); bot.ErrorCode(err) != bot.ENotFound {
 				t.Errorf("lookup of an unknown message: err = %v, want %s", err, bot.ENotFound)
+			}
+		})
+	}
+}
+
+// TestDecisiveAuditedVoteIsOneRoundTrip: the vote that decides a request
+// tallies it, appends its audit record, enqueues the decision and takes
+// the request out of the pending index in one script — one command, and
+// nothing left in the index for the outbox sweeper to mistake.
+func TestDecisiveAuditedVoteIsOneRoundTrip(t *testing.T) {
+	for _, backend := range bottest.Backends() {
+		t.Run(backend, func(t *testing.T) {
+			srv := bottest.Start(t, backend)
+			rdb := srv.Client(t)
+			hook := &countingHook{}
+			rdb.AddHook(hook)
+			s := qredis.New(rdb, srv.Prefix)
+			ctx := context.Background()
+			owner := bot.Identity{Platform: bot.Nostr, ID: strings.Repeat("ab", 32)}
+			p := bot.Persona{Name: "p", Owner: &bot.Person{Name: "o", Identities: []bot.Identity{owner}}, DenyQuorum: 1}
+			for seq := uint64(1); seq <= 2; seq++ { // the first loads the script
+				r := newRequest(t, s, p)
+				before := hook.n.Load()
+				out, inChain, err := s.RecordVoteAudited(ctx, bot.Ballot{
+					RequestID: r.ID, Voter: owner, Choice: bot.Approve, Proof: bot.ProofSigned, DedupKey: "d" + r.ID, At: time.Now(),
+				}, bot.AuditRef{Seq: seq, Prev: fmt.Sprint("h", seq-1), Hash: fmt.Sprint("h", seq), Line: []byte(`{}`), Shared: true})
+				if err != nil || !out.Decided || !inChain || out.Status != bot.Approved {
+					t.Fatalf("owner's vote = %+v, in chain %v, %v; want approved, decided, in the chain", out, inChain, err)
+				}
+				if n := hook.n.Load() - before; seq == 2 && n != 1 {
+					t.Errorf("the deciding vote sent %d commands, want 1", n)
+				}
+				if err := rdb.ZScore(ctx, srv.Prefix+":pending", r.ID).Err(); !errors.Is(err, goredis.Nil) {
+					t.Errorf("decided request still in the pending index (ZSCORE err %v)", err)
+				}
 			}
 		})
 	}
