@@ -448,7 +448,16 @@ func (g *Gateway) CastVote(ctx context.Context, b Ballot) (VoteOutcome, error) {
 		if out.Grant && g.Grants != nil {
 			g.makeGrant(ctx, b.RequestID)
 		}
-		g.decided(b.RequestID, out.Status)
+		// The voter is answered from the tally; the receipt its waiters
+		// need is sealed just after, off the voter's path (should this
+		// replica die first, the outbox seals it). An ♾️ approval is
+		// sealed first: its voter reads the grant back at once.
+		id, st := b.RequestID, out.Status
+		if out.Grant {
+			g.decided(id, st)
+		} else {
+			g.background(func() { g.decided(id, st) })
+		}
 	} else if out.Recorded {
 		g.changed(ctx, b.RequestID)
 	}
