@@ -257,6 +257,11 @@ func (g *Gateway) submit(ctx context.Context, n NewRequest, denyOnly string) (*R
 		return nil, err
 	}
 	g.Metrics.submitted()
+	// The request exists now: posting it, recording its messages and
+	// answering finish even if the requester goes away meanwhile (its
+	// connection closing must not leave posts unrecorded, nor a pending
+	// request nobody withdraws: the API withdraws it after a grace).
+	ctx = context.WithoutCancel(ctx)
 
 	if p.Owner == nil {
 		return g.resolveNow(ctx, r.ID, Denied, "persona "+p.Name+" has no owner, so no one may approve")
