@@ -28,6 +28,7 @@ usage:
   signoff withdraw [--reason R] ID           take back a pending request
   signoff publish [--persona P] TEXT         post a plain message on the persona's channels (scope publish)
   signoff approve|deny [--reason R] ID       answer with your own signed Nostr reaction
+  signoff approve|deny --bunker URL ID       the same, signed on your phone (a NIP-46 remote signer)
   signoff keygen [--out FILE] | --show       make your key for approve/deny (--show: your npub again)
   signoff approve --always ID                approve and don't ask again (a grant, when you may grant)
   signoff check [--json] [--cwd DIR] -- CMD… may this call run? allow (0), deny (1), ask (3)
