@@ -164,6 +164,7 @@ func (g *Gateway) Close() {
 		g.cancel()
 	}
 	g.wg.Wait()
+	g.stopWaiters()
 	if g.Outbox != nil && g.consumer != "" {
 		g.drainOutbox()
 	}

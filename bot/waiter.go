@@ -40,6 +40,8 @@ type Waiter struct {
 	done  func(*Request, error)
 	state atomic.Bool // finished: done called or Stop won
 	in    bool        // in the hub; guarded by hub.mu
+	held  bool        // WaitHeldFunc: the requester's own wait
+	holds int64       // its Hold count when it began
 
 	mu      sync.Mutex // serializes looks
 	tmu     sync.Mutex // guards the timers
@@ -72,6 +74,39 @@ func (g *Gateway) WaitFunc(ctx context.Context, id string, d time.Duration, done
 	}
 	w.tmu.Unlock()
 	return nil, w, nil
+}
+
+// WaitHeldFunc is WaitHeld for a parked caller: the same as WaitFunc,
+// and Gone (the requester's connection went away) withdraws the request
+// unless a new long-poll on it begins within WithdrawGrace.
+func (g *Gateway) WaitHeldFunc(ctx context.Context, id string, d time.Duration, done func(*Request, error)) (*Request, *Waiter, error) {
+	hs, ok := g.Store.(HoldStore)
+	if !ok {
+		return g.WaitFunc(ctx, id, d, done)
+	}
+	n, err := hs.Hold(ctx, id)
+	if err != nil {
+		return nil, nil, err
+	}
+	r, w, err := g.WaitFunc(ctx, id, d, done)
+	if w != nil {
+		w.held, w.holds = true, n
+	}
+	return r, w, err
+}
+
+// Gone: the caller went away. The wait stops and, for a held wait not yet
+// answered, the request is withdrawn after the grace period unless its
+// requester polls again (as WaitHeld does when its context ends).
+// It reports whether it stopped the wait (false: done is being called).
+func (w *Waiter) Gone() bool {
+	if !w.Stop() {
+		return false
+	}
+	if w.held && !w.g.stopping() {
+		w.g.withdrawUnless(w.id, w.holds)
+	}
+	return true
 }
 
 // Stop cancels the wait; false if done has been or is being called.
@@ -234,6 +269,14 @@ func (h *hub) wake(id string) {
 func (h *hub) wakeAll() {
 	for _, w := range h.take("") {
 		go w.look()
+	}
+}
+
+// stopWaiters answers every parked waiter "unavailable" as the gateway
+// stops (nothing would wake them): clients ask again, of a live replica.
+func (g *Gateway) stopWaiters() {
+	for _, w := range g.hub.take("") {
+		w.finish(nil, Errorf(EUnavailable, "the gateway is shutting down; ask again"))
 	}
 }
 

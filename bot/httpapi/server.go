@@ -169,10 +169,19 @@ func (s *Server) get(w http.ResponseWriter, r *http.Request) {
 				return
 			}
 		}
+		if s.park(w, r, id, min(d, MaxWait)) {
+			return
+		}
 		req, err = s.wait(r, id, min(d, MaxWait))
 	} else {
 		req, err = s.Gateway.Get(r.Context(), id)
 	}
+	s.answerGet(w, r, req, err)
+}
+
+// answerGet writes GET /v1/requests/{id}'s answer (park.go writes it on a
+// parked connection).
+func (s *Server) answerGet(w http.ResponseWriter, r *http.Request, req *bot.Request, err error) {
 	if err == nil {
 		err = AllowPersona(r.Context(), req.Persona)
 	}

@@ -1,0 +1,190 @@
+package httpapi
+
+import (
+	"bytes"
+	"context"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"sync"
+	"time"
+
+	"github.com/signoff/signoff/bot"
+	"github.com/signoff/signoff/bot/tokens"
+)
+
+// Parker is what a gateway offers for long-polls that hold no goroutine:
+// bot.Gateway's WaitFunc and WaitHeldFunc.
+type Parker interface {
+	WaitFunc(ctx context.Context, id string, d time.Duration, done func(*bot.Request, error)) (*bot.Request, *bot.Waiter, error)
+	WaitHeldFunc(ctx context.Context, id string, d time.Duration, done func(*bot.Request, error)) (*bot.Request, *bot.Waiter, error)
+}
+
+// parkWriteTimeout bounds writing a parked long-poll's answer.
+const parkWriteTimeout = 10 * time.Second
+
+// park answers GET /v1/requests/{id}?wait=d without keeping a goroutine
+// (and net/http's buffers) per waiting client: the connection is hijacked
+// and parked with the gateway's waiter, its peer's hang-up watched by one
+// epoll set (conn_watch_linux.go), and the answer written on it (then
+// closed) when the request changes or d passes. It returns false, having
+// written nothing, where it cannot do that (no Parker, HTTP/2, no
+// hang-up watch on this OS): the caller then waits the ordinary way.
+func (s *Server) park(w http.ResponseWriter, r *http.Request, id string, d time.Duration) bool {
+	pk, ok := s.Gateway.(Parker)
+	if !ok || r.ProtoMajor != 1 || !canHijack(w) || !connWatchAvailable() {
+		return false
+	}
+	p := &parkedWait{s: s, id: id, tok: TokenFrom(r.Context())}
+	waitFunc := pk.WaitFunc
+	if held(r) {
+		waitFunc = pk.WaitHeldFunc
+	}
+	req, wt, err := waitFunc(r.Context(), id, d, p.done)
+	if wt == nil {
+		s.answerGet(w, r, req, err)
+		return true
+	}
+	p.w = wt
+	conn, _, err := http.NewResponseController(w).Hijack()
+	if err != nil {
+		// Not parked after all: answer from here.
+		if wt.Stop() {
+			req, err = s.wait(r, id, d)
+		} else {
+			req, err = p.await()
+		}
+		s.answerGet(w, r, req, err)
+		return true
+	}
+	conn.SetDeadline(time.Time{}) // the server's read and write deadlines no longer apply
+	watch, ok := watchConn(conn, func() { p.gone(conn) })
+	if !ok { // cannot watch for the hang-up: wait on this goroutine
+		req, err := p.await()
+		p.reply(conn, 0, req, err)
+		return true
+	}
+	p.mu.Lock()
+	p.conn, p.watch = conn, watch
+	answered, req, err := p.answered, p.req, p.err
+	p.mu.Unlock()
+	if answered {
+		p.reply(conn, watch, req, err)
+	}
+	return true
+}
+
+// parkedWait is one parked long-poll: what its answer needs, no more.
+type parkedWait struct {
+	s   *Server
+	id  string
+	tok *tokens.Token
+	w   *bot.Waiter
+
+	mu       sync.Mutex
+	conn     net.Conn // once hijacked and watched
+	watch    uint64
+	answered bool // done came before the conn was parked
+	req      *bot.Request
+	err      error
+	ready    chan struct{} // made by await
+}
+
+func (p *parkedWait) done(req *bot.Request, err error) {
+	p.mu.Lock()
+	if p.conn == nil {
+		p.answered, p.req, p.err = true, req, err
+		if p.ready != nil {
+			close(p.ready)
+		}
+		p.mu.Unlock()
+		return
+	}
+	conn, watch := p.conn, p.watch
+	p.mu.Unlock()
+	p.reply(conn, watch, req, err)
+}
+
+// await blocks for done's answer (only where parking failed midway).
+func (p *parkedWait) await() (*bot.Request, error) {
+	p.mu.Lock()
+	if !p.answered {
+		p.ready = make(chan struct{})
+		ready := p.ready
+		p.mu.Unlock()
+		<-ready
+		p.mu.Lock()
+	}
+	defer p.mu.Unlock()
+	return p.req, p.err
+}
+
+// gone: the client hung up before its answer; if that stopped the wait
+// (no answer is coming) its connection is closed here.
+func (p *parkedWait) gone(conn net.Conn) {
+	if p.w.Gone() {
+		conn.Close()
+	}
+}
+
+// reply writes the answer GET would have written, closing the connection.
+func (p *parkedWait) reply(conn net.Conn, watch uint64, req *bot.Request, err error) {
+	if watch != 0 {
+		unwatchConn(conn, watch)
+	}
+	defer conn.Close()
+	ctx := context.Background()
+	if p.tok != nil {
+		ctx = context.WithValue(ctx, tokenKey{}, p.tok)
+	}
+	r := (&http.Request{Method: http.MethodGet, URL: &url.URL{Path: "/v1/requests/" + p.id}}).WithContext(ctx)
+	var aw answerWriter
+	p.s.answerGet(&aw, r, req, err)
+	conn.SetWriteDeadline(time.Now().Add(parkWriteTimeout))
+	resp := &http.Response{
+		StatusCode: aw.status, ProtoMajor: 1, ProtoMinor: 1, Header: aw.header,
+		ContentLength: int64(aw.body.Len()), Body: io.NopCloser(&aw.body), Close: true,
+	}
+	_ = resp.Write(conn)
+}
+
+// answerWriter holds a response to write on a parked connection.
+type answerWriter struct {
+	header http.Header
+	status int
+	body   bytes.Buffer
+}
+
+func (a *answerWriter) Header() http.Header {
+	if a.header == nil {
+		a.header = http.Header{}
+	}
+	return a.header
+}
+
+func (a *answerWriter) WriteHeader(status int) {
+	if a.status == 0 {
+		a.status = status
+	}
+}
+
+func (a *answerWriter) Write(b []byte) (int, error) {
+	a.WriteHeader(http.StatusOK)
+	return a.body.Write(b)
+}
+
+// canHijack reports whether w (or what it wraps) can be hijacked, without
+// hijacking it.
+func canHijack(w http.ResponseWriter) bool {
+	for {
+		switch t := w.(type) {
+		case http.Hijacker:
+			return true
+		case interface{ Unwrap() http.ResponseWriter }:
+			w = t.Unwrap()
+		default:
+			return false
+		}
+	}
+}

@@ -1,0 +1,124 @@
+package httpapi_test
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"runtime"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/signoff/signoff/bot"
+)
+
+// longPoll opens a raw connection and sends GET ?wait=d for id.
+func longPoll(t *testing.T, addr, id, extra string) net.Conn {
+	t.Helper()
+	c, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	fmt.Fprintf(c, "GET /v1/requests/%s?wait=30s%s HTTP/1.1\r\nHost: %s\r\n\r\n", id, extra, addr)
+	return c
+}
+
+func waitFor(t *testing.T, what string, ok func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for !ok() {
+		if time.Now().After(deadline) {
+			t.Fatalf("still not %s after 20s", what)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// connServing counts goroutines serving an HTTP connection.
+func connServing() int {
+	buf := make([]byte, 1<<22)
+	return strings.Count(string(buf[:runtime.Stack(buf, true)]), "net/http.(*conn).serve(")
+}
+
+// A waiting client costs the gateway no goroutine of its own (its
+// connection is parked), and each is answered with the decision.
+func TestLongPollsParkWithoutAGoroutineEach(t *testing.T) {
+	f := setup(t)
+	addr := strings.TrimPrefix(f.srv.URL, "http://")
+	const n = 100
+	reqs := make([]*bot.Request, n)
+	for i := range reqs {
+		reqs[i] = f.env.Submit(t, bot.NewRequest{Persona: "demo", Action: "deploy"})
+	}
+	conns := make([]net.Conn, n)
+	for i, r := range reqs {
+		conns[i] = longPoll(t, addr, r.ID, "")
+	}
+	waitFor(t, fmt.Sprintf("%d waiting", n), func() bool { return f.env.Gateway.Waiting() == n })
+	// Handlers that park return (slowly under -race); with a goroutine
+	// per waiter, n of them would stay in net/http's conn.serve.
+	deadline := time.Now().Add(20 * time.Second)
+	for serving := connServing(); serving > 0; serving = connServing() {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d long-polls hold %d net/http connection goroutines, want none", n, serving)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	for _, r := range reqs {
+		f.env.React(t, f.alice, r, "✅")
+	}
+	for i, c := range conns {
+		c.SetReadDeadline(time.Now().Add(20 * time.Second))
+		resp, err := http.ReadResponse(bufio.NewReader(c), nil)
+		if err != nil {
+			t.Fatalf("long-poll %d: %v", i, err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		if resp.StatusCode != http.StatusOK || !strings.Contains(string(body), `"status":"approved"`) {
+			t.Fatalf("long-poll %d answered %d %s, want 200 approved", i, resp.StatusCode, body)
+		}
+	}
+	if w := f.env.Gateway.Waiting(); w != 0 {
+		t.Fatalf("%d still waiting after every answer", w)
+	}
+}
+
+// The requester's client hangs up while its parked long-poll waits: the
+// request is withdrawn, as when its handler's context ended.
+func TestParkedRequesterHangingUpWithdraws(t *testing.T) {
+	f := setup(t)
+	f.env.Gateway.WithdrawGrace = 100 * time.Millisecond
+	addr := strings.TrimPrefix(f.srv.URL, "http://")
+	r := f.env.Submit(t, bot.NewRequest{Persona: "demo", Action: "deploy"})
+	c := longPoll(t, addr, r.ID, "&withdraw_on_disconnect=true")
+	waitFor(t, "waiting", func() bool { return f.env.Gateway.Waiting() == 1 })
+	c.Close()
+	waitFor(t, "withdrawn", func() bool {
+		got, err := f.env.Gateway.Get(context.Background(), r.ID)
+		return err == nil && got.Status == bot.Withdrawn
+	})
+	if w := f.env.Gateway.Waiting(); w != 0 {
+		t.Fatalf("%d still waiting after the hang-up", w)
+	}
+}
+
+// A plain long-poll that hangs up leaves no waiter behind and withdraws
+// nothing.
+func TestParkedWatcherHangingUpLeavesNothing(t *testing.T) {
+	f := setup(t)
+	f.env.Gateway.WithdrawGrace = 100 * time.Millisecond
+	addr := strings.TrimPrefix(f.srv.URL, "http://")
+	r := f.env.Submit(t, bot.NewRequest{Persona: "demo", Action: "deploy"})
+	c := longPoll(t, addr, r.ID, "")
+	waitFor(t, "waiting", func() bool { return f.env.Gateway.Waiting() == 1 })
+	c.Close()
+	waitFor(t, "no waiter", func() bool { return f.env.Gateway.Waiting() == 0 })
+	time.Sleep(300 * time.Millisecond)
+	if got, err := f.env.Gateway.Get(context.Background(), r.ID); err != nil || got.Status != bot.Pending {
+		t.Fatalf("after a watcher hung up: %v, %v; want it still pending", got, err)
+	}
+}
