@@ -4,6 +4,7 @@ import (
 	"context"
 	"io"
 	"log/slog"
+	"runtime"
 	"testing"
 	"time"
 
@@ -11,6 +12,7 @@ import (
 
 	"github.com/signoff/signoff/bot"
 	"github.com/signoff/signoff/bot/bottest"
+	"github.com/signoff/signoff/signing"
 )
 
 // TestDecisionOfAReplicaThatDiedIsDeliveredOnceByAnother: replica A
@@ -69,5 +71,68 @@ func TestDecisionOfAReplicaThatDiedIsDeliveredOnceByAnother(t *testing.T) {
 				t.Fatalf("%d decision records, want exactly 1", n)
 			}
 		})
+	}
+}
+
+// TestDecisionNeverEnqueuedIsSweptAndEditedOnce: replica A's vote step
+// decides and A stops at once, before it puts the decision in the outbox
+// (the gap on Redis Cluster, where the two are separate steps; here the
+// store's failpoint ends the voting goroutine exactly there). Replica B's
+// sweeper finds the decided request in the pending index and enqueues
+// it: the card is edited once, the receipt sealed, one decision record;
+// the same entry delivered again changes nothing.
+func TestDecisionNeverEnqueuedIsSweptAndEditedOnce(t *testing.T) {
+	alice := bottest.NewPerson("alice")
+	p := bot.Persona{Name: "demo", Owner: &bot.Person{Name: "alice", Identities: []bot.Identity{alice.Identity()}}, DenyQuorum: 1, Timeout: time.Minute,
+		Channels: []bot.ChannelConfig{{Platform: bot.Slack, Target: "C0123"}}}
+	srv := bottest.Start(t, "embedded")
+	ch := &fakeChannel{updates: make(chan *bot.Request, 4)}
+	a := bottest.NewOn(t, srv.Client(t), srv.Prefix, p, map[bot.Platform]bot.Channel{bot.Slack: ch})
+	a.Gateway.Close()
+	r := a.Submit(t, bot.NewRequest{Persona: "demo", Action: "terraform destroy"})
+	raw := alice.Reaction(r, "✅", time.Now())
+	re, err := signing.ParseReaction(raw, time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	ballot := re.Ballot(raw)
+	ballot.RequestID = r.ID
+	a.Store.AfterDecide = func(string) { runtime.Goexit() } // A dies here
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		a.Store.RecordVote(context.Background(), ballot)
+	}()
+	<-done
+	if got, _ := a.Store.Get(context.Background(), r.ID); got.Status != bot.Approved || len(got.Receipt) != 0 {
+		t.Fatalf("after A: %s with %d receipt bytes, want approved and unsealed", got.Status, len(got.Receipt))
+	}
+	if es, _ := a.Store.ReadOutbox(context.Background(), "look", 10, -1, false); len(es) != 0 {
+		t.Fatalf("the outbox holds %v, want nothing (A died before enqueueing)", es)
+	}
+
+	b := bottest.NewOn(t, srv.Client(t), srv.Prefix, p, map[bot.Platform]bot.Channel{bot.Slack: ch})
+	select {
+	case u := <-ch.updates:
+		if u.ID != r.ID || u.Status != bot.Approved {
+			t.Fatalf("edited %s to %s, want %s approved", u.ID, u.Status, r.ID)
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("replica B did not sweep and deliver the decision within 20s")
+	}
+	if err := b.Redis.XAdd(context.Background(), &goredis.XAddArgs{Stream: srv.Prefix + ":{outbox}", Values: []any{"id", r.ID}}).Err(); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case u := <-ch.updates:
+		t.Fatalf("edited again on a second delivery: %s", u.Status)
+	case <-time.After(time.Second):
+	}
+	got, err := b.Gateway.Get(context.Background(), r.ID)
+	if err != nil || got.Status != bot.Approved || len(got.Receipt) == 0 {
+		t.Fatalf("read through B: %+v, %v; want approved with a receipt", got, err)
+	}
+	if n := countRecords(b.Chain(t), "decision", r.ID); n != 1 {
+		t.Fatalf("%d decision records, want exactly 1", n)
 	}
 }
