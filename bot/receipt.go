@@ -112,14 +112,29 @@ func (g *Gateway) seal(ctx context.Context, id string, status Status) {
 }
 
 func (g *Gateway) saveSeal(ctx context.Context, n Notary, r *Request) error {
-	raw, err := n.SealReceipt(receiptOf(r), g.now())
+	rc := receiptOf(r)
+	raw, err := n.SealReceipt(rc, g.now())
 	if err != nil {
 		return err
 	}
+	g.sealed(raw, rc) // before its save wakes the waiters that read it
 	if err := g.Store.(ReceiptStore).SaveReceipt(ctx, r.ID, raw); err != nil {
 		return err
 	}
 	return nil
+}
+
+// sealed remembers a receipt this gateway just signed as opened: its
+// waiters read these very bytes back, and need not verify the signature
+// made a moment ago (true of raw whether or not the store keeps it). rc goes through JSON as the signed content did, so it
+// is what opening raw would return.
+func (g *Gateway) sealed(raw json.RawMessage, rc Receipt) {
+	b, err := json.Marshal(rc)
+	var opened Receipt
+	if err != nil || json.Unmarshal(b, &opened) != nil {
+		return
+	}
+	g.remember(raw, opened)
 }
 
 // errUnconfirmed is a final status the store's votes do not support.
@@ -294,11 +309,15 @@ func (g *Gateway) openReceipt(n Notary, raw []byte) (Receipt, error) {
 	if err != nil {
 		return rc, err
 	}
+	g.remember(raw, rc)
+	return rc, nil
+}
+
+func (g *Gateway) remember(raw []byte, rc Receipt) {
 	g.receiptsMu.Lock()
+	defer g.receiptsMu.Unlock()
 	if g.receipts == nil || len(g.receipts) >= 4096 {
 		g.receipts = map[string]Receipt{}
 	}
 	g.receipts[string(raw)] = rc
-	g.receiptsMu.Unlock()
-	return rc, nil
 }

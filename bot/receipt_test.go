@@ -6,6 +6,7 @@ import (
 	"io"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -15,6 +16,7 @@ import (
 	"github.com/signoff/signoff/bot/bottest"
 	"github.com/signoff/signoff/bot/grants"
 	qredis "github.com/signoff/signoff/quorum/redis"
+	"github.com/signoff/signoff/signing"
 )
 
 // lateSeals is the real store whose receipts cannot be saved before a
@@ -163,5 +165,56 @@ func TestGrantOfAReplicaThatDiedIsMadeFromTheOutbox(t *testing.T) {
 	}
 	if n := countRecords(b.Chain(t), "grant", r.ID); n != 1 {
 		t.Fatalf("%d grant records, want 1", n)
+	}
+}
+
+// countingNotary is the gateway's real key, counting the receipts it opens.
+type countingNotary struct {
+	*signing.Key
+	opened atomic.Int64
+}
+
+func (n *countingNotary) OpenReceipt(raw []byte) (bot.Receipt, error) {
+	n.opened.Add(1)
+	return n.Key.OpenReceipt(raw)
+}
+
+// TestWaiterOnTheSealingReplicaDoesNotVerifyItsReceiptAgain: the gateway
+// that sealed a decision hands its waiters the receipt it just signed
+// without verifying that signature again; another replica still verifies
+// it (once).
+func TestWaiterOnTheSealingReplicaDoesNotVerifyItsReceiptAgain(t *testing.T) {
+	alice := bottest.NewPerson("alice")
+	p := bot.Persona{Name: "demo", Owner: &bot.Person{Name: "alice", Identities: []bot.Identity{alice.Identity()}}, DenyQuorum: 1, Timeout: time.Minute}
+	env := bottest.New(t, p, nil)
+	env.Gateway.Close()
+	key := &countingNotary{Key: env.Key}
+	env.Gateway.Signer = key
+	if err := env.Gateway.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	r := env.Submit(t, bot.NewRequest{Persona: "demo", Action: "terraform destroy"})
+	if out := env.React(t, alice, r, "✅"); !out.Decided || out.Status != bot.Approved {
+		t.Fatalf("alice's ✅ = %+v, want it to approve", out)
+	}
+	ctx := context.Background()
+	for range 3 {
+		got, err := env.Gateway.Wait(ctx, r.ID, 10*time.Second)
+		if err != nil || got.Status != bot.Approved || len(got.Receipt) == 0 {
+			t.Fatalf("wait = %+v, %v; want approved with a receipt", got, err)
+		}
+	}
+	if n := key.opened.Load(); n != 0 {
+		t.Errorf("the sealing replica verified its own receipt %d times, want 0", n)
+	}
+
+	// Another replica on the same store has not seen it: it verifies.
+	other := &bot.Gateway{Store: env.Store, Signer: &countingNotary{Key: env.Key}, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}
+	got, err := other.Get(ctx, r.ID)
+	if err != nil || got.Status != bot.Approved {
+		t.Fatalf("other replica: %+v, %v; want approved", got, err)
+	}
+	if n := other.Signer.(*countingNotary).opened.Load(); n != 1 {
+		t.Errorf("another replica opened the receipt %d times, want 1", n)
 	}
 }
