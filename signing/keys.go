@@ -22,6 +22,9 @@ import (
 type Key struct {
 	secret string // 64 hex
 	public string // 64 hex, x-only
+	// priv is secret parsed once: parsing derives the public point, a
+	// scalar multiplication each signature used to repeat.
+	priv *btcec.PrivateKey
 }
 
 // NewKey generates a new key.
@@ -57,7 +60,8 @@ func ParseKey(s string) (*Key, error) {
 	if err != nil {
 		return nil, fmt.Errorf("derive public key: %w", err)
 	}
-	return &Key{secret: strings.ToLower(s), public: pub}, nil
+	priv, _ := btcec.PrivKeyFromBytes(b)
+	return &Key{secret: strings.ToLower(s), public: pub, priv: priv}, nil
 }
 
 // PublicKey returns the x-only public key in hex.
@@ -103,17 +107,12 @@ func (k *Key) SignEvent(kind int, content string, tags [][]string, at time.Time)
 // signatures are verified: the same event signs to the same bytes in
 // every build (deterministic BIP-340 nonces, as the golden vectors pin).
 func (k *Key) Sign(ev *nostr.Event) error {
-	sb, err := hex.DecodeString(k.secret)
-	if err != nil {
-		return errors.New("secret key is not hex")
-	}
 	if ev.Tags == nil {
 		ev.Tags = nostr.Tags{}
 	}
-	sk, pk := btcec.PrivKeyFromBytes(sb)
-	ev.PubKey = hex.EncodeToString(schnorr.SerializePubKey(pk))
+	ev.PubKey = k.public
 	h := sha256.Sum256(ev.Serialize())
-	sig, err := schnorr.Sign(sk, h[:])
+	sig, err := schnorr.Sign(k.priv, h[:])
 	if err != nil {
 		return err
 	}
