@@ -179,29 +179,40 @@ func netRequests(ctx context.Context, a *app, args []string) int {
 	return 0
 }
 
-// personKey loads the person's signing key as approve and deny do.
-func personKey(a *app, cfg *config, keyPath string) (*signing.Key, int) {
-	path := keyPath
-	if path == "" {
-		path = cfg.keyPath()
-	}
-	raw, err := os.ReadFile(path)
+// signNetAnswer signs the person's answer to network request id, as
+// approve does: nothing is signed until the request's event is the pinned
+// gateway's and carries this request (a fake gateway could otherwise show
+// a harmless host and have the person sign a reaction naming the event of
+// another, dangerous request). On error it has printed why.
+func signNetAnswer(ctx context.Context, a *app, cfg *config, c *httpapi.Client, id string, signer *personSigner, choice bot.Choice) (ev json.RawMessage, npub string, code int) {
+	r, err := c.Get(ctx, id)
 	if err != nil {
-		return nil, a.failf("cannot read your key at %s: %v (run `signoff keygen` first, or set SIGNOFF_KEY)", path, err)
+		return nil, "", a.fail(err)
 	}
-	key, err := signing.ParseKey(string(raw))
+	pin, err := cfg.pin()
 	if err != nil {
-		return nil, a.failf("key file %s: %v", path, err)
+		return nil, "", a.failf("cannot check request %s: %v; nothing signed", r.ID, err)
 	}
-	return key, 0
+	signed, err := signing.VerifyRequestEvent(r, pin.Key)
+	if err != nil {
+		return nil, "", a.failf("%v; nothing signed", err)
+	}
+	ev, err = signer.react(ctx, a, signed, choice, "", func(n string) {
+		npub = n
+		fmt.Fprintf(a.stderr, "%s as %s:\n%s\n", map[bot.Choice]string{bot.Approve: "approve", bot.Deny: "deny"}[choice], n, bot.EscapeLines(signed.Content))
+	})
+	if err != nil {
+		return nil, "", a.failf("%v", err)
+	}
+	return ev, npub, 0
 }
 
 func netApprove(ctx context.Context, a *app, args []string) int {
-	fs := a.flags("net approve", "net approve ID [--save] [--dry-run] [--policy-from FILE] [--key FILE]")
+	fs := a.flags("net approve", "net approve ID [--save] [--dry-run] [--policy-from FILE] [--key FILE | --bunker bunker://…]")
 	save := fs.Bool("save", false, "also write the rule into the policy file ($SIGNOFF_NET_POLICY), comments kept")
 	dry := fs.Bool("dry-run", false, "show the change and the check; change nothing")
 	from := fs.String("policy-from", "", "approve with this edited copy of the policy (checked first)")
-	keyPath := fs.String("key", "", "your key file (default $SIGNOFF_KEY or the one keygen wrote)")
+	sf := addSignerFlags(fs)
 	if code, ok := parse(fs, reorder(args)); !ok {
 		return code
 	}
@@ -283,8 +294,8 @@ func netApprove(ctx context.Context, a *app, args []string) int {
 		return 0
 	}
 
-	key, code := personKey(a, cfg, *keyPath)
-	if key == nil {
+	signer, code := sf.open(a, cfg, "net approve")
+	if signer == nil {
 		return code
 	}
 	if draft != nil { // a draft is filed first: nobody has been asked yet
@@ -299,13 +310,9 @@ func netApprove(ctx context.Context, a *app, args []string) int {
 		fmt.Fprintf(a.stdout, "filed draft %s as request %s\n", draft.ID, ans.Request.ID)
 		it = &netpolicy.Item{Record: netpolicy.Record{ID: ans.Request.ID, Dest: dest}}
 	}
-	r, err := c.Get(ctx, it.ID)
-	if err != nil {
-		return a.fail(err)
-	}
-	ev, err := signing.NewReaction(key, r.EventID, r.GatewayKey, bot.Approve, time.Now())
-	if err != nil {
-		return a.fail(err)
+	ev, npub, code := signNetAnswer(ctx, a, cfg, c, it.ID, signer, bot.Approve)
+	if ev == nil {
+		return code
 	}
 	body := httpapi.NetAnswerBody{Event: ev, Policy: copyText}
 	if copyText != nil {
@@ -315,7 +322,7 @@ func netApprove(ctx context.Context, a *app, args []string) int {
 	if err != nil {
 		return a.fail(err)
 	}
-	fmt.Fprintf(a.stdout, "approve as %s: %s\n", key.Npub(), printable(ans.Message))
+	fmt.Fprintf(a.stdout, "approve as %s: %s\n", npub, printable(ans.Message))
 	if ap := ans.Applied; ap != nil {
 		for _, line := range ap.Diff {
 			fmt.Fprintf(a.stdout, "  %s\n", line)
@@ -355,9 +362,9 @@ func findNetRequest(ctx context.Context, prefix string) (*config, *httpapi.Clien
 }
 
 func netDeny(ctx context.Context, a *app, args []string) int {
-	fs := a.flags("net deny", "net deny ID --reason R [--key FILE]")
+	fs := a.flags("net deny", "net deny ID --reason R [--key FILE | --bunker bunker://…]")
 	reason := fs.String("reason", "", "why (the agent is told, so it can ask for something narrower)")
-	keyPath := fs.String("key", "", "your key file (default $SIGNOFF_KEY or the one keygen wrote)")
+	sf := addSignerFlags(fs)
 	if code, ok := parse(fs, reorder(args)); !ok {
 		return code
 	}
@@ -372,23 +379,19 @@ func netDeny(ctx context.Context, a *app, args []string) int {
 	if draft != nil {
 		return a.failf("%s is a draft: nobody was asked, so there is nothing to deny", draft.ID)
 	}
-	key, code := personKey(a, cfg, *keyPath)
-	if key == nil {
+	signer, code := sf.open(a, cfg, "net deny")
+	if signer == nil {
 		return code
 	}
-	r, err := c.Get(ctx, it.ID)
-	if err != nil {
-		return a.fail(err)
-	}
-	ev, err := signing.NewReaction(key, r.EventID, r.GatewayKey, bot.Deny, time.Now())
-	if err != nil {
-		return a.fail(err)
+	ev, npub, code := signNetAnswer(ctx, a, cfg, c, it.ID, signer, bot.Deny)
+	if ev == nil {
+		return code
 	}
 	ans, err := c.NetDeny(ctx, it.ID, httpapi.NetAnswerBody{Event: ev, Reason: *reason})
 	if err != nil {
 		return a.fail(err)
 	}
-	fmt.Fprintf(a.stdout, "deny as %s: %s\n", key.Npub(), printable(ans.Message))
+	fmt.Fprintf(a.stdout, "deny as %s: %s\n", npub, printable(ans.Message))
 	if ans.Vote.Result != bot.Counted {
 		return 1
 	}

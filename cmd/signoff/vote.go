@@ -2,10 +2,7 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
-	"os"
-	"time"
 
 	"github.com/signoff/signoff/bot"
 	"github.com/signoff/signoff/signing"
@@ -26,9 +23,7 @@ func vote(ctx context.Context, a *app, args []string, c bot.Choice) int {
 		synopsis = name + " [--always] [--reason R] [--key FILE | --bunker bunker://…] [--relay URL]… ID"
 	}
 	fs := a.flags(name, synopsis)
-	keyPath := fs.String("key", "", "your key file (default $SIGNOFF_KEY or the one keygen wrote)")
-	bunkerFlag := fs.String("bunker", "", "sign on your phone or another NIP-46 remote signer: its bunker://… URL (default $SIGNOFF_BUNKER); no key file is read")
-	bunkerWait := fs.Duration("bunker-timeout", defaultBunkerWait, "how long to wait for your signer to confirm")
+	sf := addSignerFlags(fs)
 	reason := fs.String("reason", "", "say why (signed with your vote; the agent is told)")
 	var always *bool
 	if c == bot.Approve {
@@ -50,40 +45,9 @@ func vote(ctx context.Context, a *app, args []string, c bot.Choice) int {
 	if err != nil {
 		return a.fail(err)
 	}
-	// A remote signer (--bunker, else SIGNOFF_BUNKER unless --key is
-	// given) or the key file.
-	var (
-		bunker *signing.BunkerURL
-		key    *signing.Key
-	)
-	bunkerURL := *bunkerFlag
-	if bunkerURL != "" && *keyPath != "" {
-		return a.failf("%s signs with --key or --bunker, not both", name)
-	}
-	if bunkerURL == "" && *keyPath == "" {
-		if bunkerURL, err = bunkerFromEnv(); err != nil {
-			return a.fail(err)
-		}
-	}
-	if bunkerURL != "" {
-		if bunker, err = signing.ParseBunkerURL(bunkerURL); err != nil {
-			return a.failf("%v; nothing signed", err)
-		}
-		if *bunkerWait <= 0 || *bunkerWait > maxBunkerWait {
-			return a.failf("--bunker-timeout must be more than 0 and at most %s (the gateway refuses older reactions)", maxBunkerWait)
-		}
-	} else {
-		path := *keyPath
-		if path == "" {
-			path = cfg.keyPath()
-		}
-		raw, err := os.ReadFile(path)
-		if err != nil {
-			return a.failf("cannot read your key at %s: %v (run `signoff keygen` first, set SIGNOFF_KEY, or sign on your phone with --bunker)", path, err)
-		}
-		if key, err = signing.ParseKey(string(raw)); err != nil {
-			return a.failf("key file %s: %v", path, err)
-		}
+	signer, code := sf.open(a, cfg, name)
+	if signer == nil {
+		return code
 	}
 
 	client := cfg.client()
@@ -115,16 +79,9 @@ func vote(ctx context.Context, a *app, args []string, c bot.Choice) int {
 			}
 		}
 	}
-	var ev json.RawMessage
-	if bunker != nil {
-		if ev, err = bunkerReaction(ctx, a, bunker, *bunkerWait, signed, c, *reason, show); err != nil {
-			return a.failf("%v; nothing sent", err)
-		}
-	} else {
-		if ev, err = signing.NewReactionWithReason(key, signed.ID, signed.PubKey, c, *reason, time.Now()); err != nil {
-			return a.fail(err)
-		}
-		show(key.Npub())
+	ev, err := signer.react(ctx, a, signed, c, *reason, show)
+	if err != nil {
+		return a.failf("%v", err)
 	}
 	if len(relays) > 0 {
 		return publishToRelays(ctx, a, relays, ev)
