@@ -4,7 +4,11 @@
 // request.
 //
 // Shell commands are parsed (mvdan.cc/sh, bash syntax), never matched as
-// strings. The walk sees every command that would run: lists, pipelines,
+// strings. The commonest shapes skip the parser: plain words are split
+// directly, and one line of simple commands joined by |, &&, || and ;
+// (with redirections and assignments) is read by fastParse into the
+// parser's own syntax tree; tests and fuzzing hold both to the parser
+// (same tree, same verdict and reasons). The walk sees every command that would run: lists, pipelines,
 // subshells, blocks, functions, $(…), backticks, process substitution,
 // redirections, here-documents and here-strings fed to a shell or
 // interpreter, bash -c strings (parsed again, to a bounded depth), and
