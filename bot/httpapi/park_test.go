@@ -13,7 +13,12 @@ import (
 	"time"
 
 	"github.com/signoff/signoff/bot"
+	"github.com/signoff/signoff/bot/httpapi"
 )
+
+// The gateway parks long-polls: without this the handler would quietly
+// hold a goroutine per waiter again.
+var _ httpapi.Parker = (*bot.Gateway)(nil)
 
 // longPoll opens a raw connection and sends GET ?wait=d for id.
 func longPoll(t *testing.T, addr, id, extra string) net.Conn {
