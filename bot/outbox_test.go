@@ -28,10 +28,11 @@ func TestDecisionOfAReplicaThatDiedIsDeliveredOnceByAnother(t *testing.T) {
 			srv := bottest.Start(t, backend)
 			a := bottest.NewOn(t, srv.Client(t), srv.Prefix, p, nil)
 			// A stops delivering (its outbox reader is gone) but can still
-			// take a vote, as a replica about to die does.
+			// take a vote, as a replica about to die does. (A denial: an
+			// approval's record is appended before its receipt, by A.)
 			a.Gateway.Close()
 			r := a.Submit(t, bot.NewRequest{Persona: "demo", Action: "terraform destroy"})
-			if out := a.React(t, alice, r, "✅"); !out.Decided {
+			if out := a.React(t, alice, r, "❌"); !out.Decided {
 				t.Fatalf("vote = %+v, want it to decide", out)
 			}
 			taken, err := a.Store.ReadOutbox(context.Background(), "replica-a", 10, -1, false)
@@ -71,6 +72,30 @@ func TestDecisionOfAReplicaThatDiedIsDeliveredOnceByAnother(t *testing.T) {
 				t.Fatalf("%d decision records, want exactly 1", n)
 			}
 		})
+	}
+}
+
+// TestApprovalReceiptNeverPrecedesItsRecord: the receipt is what clients
+// act on, so an approval's decision record is on the chain before its
+// receipt exists — even on a replica whose outbox never delivers (it is
+// about to die): a client can never run an approved action that the audit
+// trail does not hold.
+func TestApprovalReceiptNeverPrecedesItsRecord(t *testing.T) {
+	alice := bottest.NewPerson("alice")
+	p := bot.Persona{Name: "demo", Owner: &bot.Person{Name: "alice", Identities: []bot.Identity{alice.Identity()}}, DenyQuorum: 1, Timeout: time.Minute}
+	srv := bottest.Start(t, "embedded")
+	a := bottest.NewOn(t, srv.Client(t), srv.Prefix, p, nil)
+	a.Gateway.Close() // no outbox delivery: the seal runs inside the vote
+	r := a.Submit(t, bot.NewRequest{Persona: "demo", Action: "terraform destroy"})
+	if out := a.React(t, alice, r, "✅"); !out.Decided || out.Status != bot.Approved {
+		t.Fatalf("vote = %+v, want it to approve", out)
+	}
+	got, err := a.Gateway.Get(context.Background(), r.ID)
+	if err != nil || got.Status != bot.Approved {
+		t.Fatalf("the approval reads %v %v, want approved (sealed)", got, err)
+	}
+	if n := countRecords(a.Chain(t), "decision", r.ID); n != 1 {
+		t.Fatalf("approved and sealed with %d decision records on the chain, want 1", n)
 	}
 }
 

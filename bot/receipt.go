@@ -112,6 +112,17 @@ func (g *Gateway) seal(ctx context.Context, id string, status Status) {
 }
 
 func (g *Gateway) saveSeal(ctx context.Context, n Notary, r *Request) error {
+	// No approval's receipt before its decision record: a client acts on
+	// it, so the record is appended first (once; the outbox's own step
+	// then finds it done). A replica that dies in between leaves both to
+	// the outbox; an audit that fails leaves the approval unsealed. A
+	// denial or expiry approves nothing: it is sealed at once, even while
+	// the log cannot be written, and its record follows from the outbox.
+	if g.Outbox != nil && r.Status == Approved {
+		if err := g.auditDecisionOnce(ctx, r); err != nil {
+			return err
+		}
+	}
 	rc := receiptOf(r)
 	raw, err := n.SealReceipt(rc, g.now())
 	if err != nil {
