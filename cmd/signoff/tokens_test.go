@@ -214,9 +214,18 @@ func startServe(t *testing.T, env ...string) *syncBuffer {
 	for i := 0; i+1 < len(env); i += 2 {
 		t.Setenv(env[i], env[i+1])
 	}
+	stop, logs := runServe(t)
+	t.Cleanup(stop)
+	return logs
+}
+
+// runServe runs serve in-process on the current environment, points
+// SIGNOFF_URL at it, and returns how to stop it and its logs.
+func runServe(t *testing.T) (stop func(), logs *syncBuffer) {
+	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	addr := make(chan string, 1)
-	logs := &syncBuffer{}
+	logs = &syncBuffer{}
 	done := make(chan int, 1)
 	a := &app{stdout: logs, stderr: logs, ready: func(s string) { addr <- s }}
 	go func() { done <- a.run(ctx, []string{"serve"}) }()
@@ -224,15 +233,13 @@ func startServe(t *testing.T, env ...string) *syncBuffer {
 	case s := <-addr:
 		t.Setenv("SIGNOFF_URL", "http://"+s)
 	case code := <-done:
+		cancel()
 		t.Fatalf("serve exited %d:\n%s", code, logs)
 	case <-time.After(10 * time.Second):
+		cancel()
 		t.Fatalf("serve not listening after 10s:\n%s", logs)
 	}
-	t.Cleanup(func() {
-		cancel()
-		<-done
-	})
-	return logs
+	return func() { cancel(); <-done }, logs
 }
 
 // TestEmptiedStoreDoesNotReopenTheAPI: a gateway that had tokens and comes
@@ -242,24 +249,7 @@ func startServe(t *testing.T, env ...string) *syncBuffer {
 // admin token.
 func TestEmptiedStoreDoesNotReopenTheAPI(t *testing.T) {
 	serveEnv(t, "127.0.0.1:0")
-	run := func() (stop func(), logs *syncBuffer) {
-		ctx, cancel := context.WithCancel(context.Background())
-		addr := make(chan string, 1)
-		logs = &syncBuffer{}
-		done := make(chan int, 1)
-		a := &app{stdout: logs, stderr: logs, ready: func(s string) { addr <- s }}
-		go func() { done <- a.run(ctx, []string{"serve"}) }()
-		select {
-		case s := <-addr:
-			t.Setenv("SIGNOFF_URL", "http://"+s)
-		case code := <-done:
-			t.Fatalf("serve exited %d:\n%s", code, logs)
-		case <-time.After(10 * time.Second):
-			t.Fatalf("serve not listening after 10s:\n%s", logs)
-		}
-		return func() { cancel(); <-done }, logs
-	}
-	stop, _ := run()
+	stop, _ := runServe(t)
 	if code, _, errs := cli("tokens", "create", "--name", "me", "--scopes", "admin"); code != 0 {
 		t.Fatalf("first token = %d %q", code, errs)
 	}
@@ -269,7 +259,7 @@ func TestEmptiedStoreDoesNotReopenTheAPI(t *testing.T) {
 	stop()
 
 	// The embedded store kept nothing: the tokens are gone.
-	stop, logs := run()
+	stop, logs := runServe(t)
 	defer stop()
 	if !strings.Contains(logs.String(), "TOKENS LOST") {
 		t.Errorf("serve does not say the store lost its tokens:\n%s", logs)
