@@ -178,12 +178,7 @@ func (w *walker) verbs(name string, args []word, cx ctx, confirm bool) {
 				break
 			}
 			st = next
-			low := lb[:0]
-			if hasUpper(part) {
-				low = appendLower(low, part)
-			} else {
-				low = nil
-			}
+			low := lowered(lb[:0], part)
 			for _, v := range g.verbHits(part, low) {
 				w.addID(bot.Dangerous, v.reason+" ("+shorten(name+" "+t)+")", v.id)
 			}
@@ -222,6 +217,15 @@ func verbLike(t string) bool {
 		}
 	}
 	return true
+}
+
+// lowered is part in lower case, written into buf, or nil when part has
+// no upper-case letter (then part itself is its lower case).
+func lowered(buf []byte, part string) []byte {
+	if !hasUpper(part) {
+		return nil
+	}
+	return appendLower(buf, part)
 }
 
 // verbPart splits delete-bucket, db:drop, force_delete and deleteSite
@@ -829,12 +833,7 @@ func (w *walker) unknown(prog string, args []word, cx ctx) {
 				break
 			}
 			st = next
-			low := lb[:0]
-			if hasUpper(part) {
-				low = appendLower(low, part)
-			} else {
-				low = nil
-			}
+			low := lowered(lb[:0], part)
 			for _, v := range w.r.Generic.verbHits(part, low) {
 				w.addID(bot.Dangerous, v.reason+" ("+shorten(prog)+")", v.id)
 			}
