@@ -24,6 +24,7 @@ import (
 	"github.com/nbd-wtf/go-nostr/nip44"
 	"github.com/nbd-wtf/go-nostr/nip46"
 
+	signoffnostr "github.com/signoff/signoff/adapters/nostr"
 	"github.com/signoff/signoff/bot"
 	"github.com/signoff/signoff/signing"
 )
@@ -381,30 +382,12 @@ func (s *bunkerSession) progress(ctx context.Context, what string, deadline time
 	}
 }
 
-// dialBunkerRelay connects one relay and returns how to close
-// it: the relay's context is cancelled first and its cleanup waited for
-// (through a never-sent sentinel subscription) before the socket closes,
-// which avoids go-nostr v0.38.2's race between Relay.Close and that cleanup.
+// dialBunkerRelay connects one relay within bunkerDialTimeout
+// (nostr.DialRelay: its close avoids go-nostr's race in Relay.Close).
 func dialBunkerRelay(ctx context.Context, url string) (*nostr.Relay, func(), error) {
-	dctx, cancelDial := context.WithTimeout(ctx, bunkerDialTimeout)
-	defer cancelDial()
-	cctx, cancel := context.WithCancel(context.Background())
-	r := nostr.NewRelay(cctx, url)
-	if err := r.Connect(dctx); err != nil {
-		cancel()
-		return nil, nil, err
-	}
-	conn := r.Connection
-	sentinel := r.PrepareSubscription(context.Background(), nostr.Filters{{Limit: 1}})
-	var once sync.Once
-	return r, func() {
-		once.Do(func() {
-			cancel()
-			<-sentinel.Context.Done()
-			r.Close()
-			conn.Close()
-		})
-	}, nil
+	dctx, cancel := context.WithTimeout(ctx, bunkerDialTimeout)
+	defer cancel()
+	return signoffnostr.DialRelay(dctx, url)
 }
 
 func clipText(s string) string {

@@ -20,6 +20,8 @@ import (
 	"github.com/gobwas/ws"
 	"github.com/gobwas/ws/wsutil"
 	gonostr "github.com/nbd-wtf/go-nostr"
+
+	signoffnostr "github.com/signoff/signoff/adapters/nostr"
 )
 
 // Relay is a running (or stopped) test relay. Its stored events survive a
@@ -377,27 +379,8 @@ func (c *conn) write(b []byte) {
 	}
 }
 
-// Connect dials url with go-nostr's client, as a person's client would,
-// and returns a close function that avoids go-nostr v0.38.2's data race in
-// Relay.Close (it reads r.Connection while its own cleanup goroutine sets
-// it to nil): the context is cancelled first, the cleanup is waited for
-// through a never-sent sentinel subscription, then the socket is closed.
+// Connect dials url with go-nostr's client, as a person's client would
+// (nostr.DialRelay: its close avoids go-nostr's race in Relay.Close).
 func Connect(ctx context.Context, url string) (*gonostr.Relay, func(), error) {
-	cctx, cancel := context.WithCancel(context.Background())
-	r := gonostr.NewRelay(cctx, url)
-	if err := r.Connect(ctx); err != nil {
-		cancel()
-		return nil, nil, err
-	}
-	ws := r.Connection
-	sentinel := r.PrepareSubscription(context.Background(), gonostr.Filters{{Limit: 1}})
-	var once sync.Once
-	return r, func() {
-		once.Do(func() {
-			cancel()
-			<-sentinel.Context.Done()
-			r.Close()
-			ws.Close()
-		})
-	}, nil
+	return signoffnostr.DialRelay(ctx, url)
 }
