@@ -50,6 +50,7 @@ type Gateway struct {
 	WithdrawGrace time.Duration
 
 	hub    hub
+	local  inFlight // local.go
 	cancel context.CancelFunc
 	// receipts caches verified receipts by their raw JSON (openReceipt).
 	receiptsMu sync.Mutex
@@ -118,7 +119,7 @@ func (g *Gateway) Start(ctx context.Context) error {
 					g.hub.wakeAll()
 					return
 				}
-				g.hub.wake(id)
+				g.wakeLater(id)
 			})
 			if ctx.Err() != nil {
 				return
@@ -445,30 +446,41 @@ func (g *Gateway) CastVote(ctx context.Context, b Ballot) (VoteOutcome, error) {
 	if b.At.IsZero() {
 		b.At = g.now()
 	}
+	id := b.RequestID
+	g.local.begin(id) // ended here, or by localDecided once sealed
 	out, err := g.tally(ctx, b)
 	if err != nil {
+		g.endLocal(id)
 		return out, err
 	}
 	g.Metrics.vote(out.Result)
-	if out.Decided {
-		if out.Grant && g.Grants != nil {
-			g.makeGrant(ctx, b.RequestID)
+	if !out.Decided {
+		if out.Recorded {
+			g.changed(ctx, id)
 		}
-		// The voter is answered from the tally; the receipt its waiters
-		// need is sealed just after, off the voter's path (should this
-		// replica die first, the outbox seals it). An ♾️ approval is
-		// sealed first: its voter reads the grant back at once.
-		id, st := b.RequestID, out.Status
-		if out.Grant {
-			g.decided(id, st)
-		} else {
-			g.background(func() { g.decided(id, st) })
-		}
-	} else if out.Recorded {
-		g.changed(ctx, b.RequestID)
+		g.endLocal(id)
+		return out, nil
+	}
+	if out.Grant && g.Grants != nil {
+		g.makeGrant(ctx, id)
+	}
+	// The voter is answered from the tally; the receipt its waiters need
+	// is sealed just after, off the voter's path, and once its answer is
+	// sent when the caller said so (should this replica die first, the
+	// outbox seals it). An ♾️ approval is sealed first: its voter reads
+	// the grant back at once.
+	st := out.Status
+	if out.Grant {
+		g.localDecided(id, st)
+	} else {
+		after(ctx, func() { g.background(func() { g.localDecided(id, st) }) })
 	}
 	return out, nil
 }
+
+// localDecided is decided for a vote this gateway tallied: the change
+// notices held back meanwhile are answered by decided's own wake.
+func (g *Gateway) localDecided(id string, s Status) { g.sealAndWake(id, s, true) }
 
 // makeGrant makes the grant of a request just approved with "always",
 // before the voter is answered. With an outbox, a failure (or this
@@ -492,10 +504,15 @@ func (g *Gateway) makeGrant(ctx context.Context, id string) {
 // decided runs once per decision, on the gateway that made it: wake local
 // waiters, audit the decision, edit every posted message. The follow-up
 // outlives the call that decided, with its own deadline.
-func (g *Gateway) decided(id string, s Status) {
+func (g *Gateway) decided(id string, s Status) { g.sealAndWake(id, s, false) }
+
+func (g *Gateway) sealAndWake(id string, s Status, local bool) {
 	sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	g.seal(sctx, id, s)
 	cancel()
+	if local {
+		g.local.end(id)
+	}
 	g.hub.wake(id)
 	if g.Outbox != nil {
 		return // delivered from the outbox

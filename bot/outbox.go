@@ -118,6 +118,9 @@ func (g *Gateway) drainOutbox() {
 }
 
 func (g *Gateway) deliverEntry(e OutboxEntry) {
+	// This gateway's own decision is sealed by the vote's goroutine (and
+	// its record appended): wait for that rather than race it.
+	g.local.wait(e.RequestID, localWaitMax)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*g.PostTimeout+5*time.Second)
 	defer cancel()
 	err := g.deliver(ctx, e.RequestID)

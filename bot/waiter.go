@@ -168,8 +168,14 @@ func (w *Waiter) look() {
 	sealing := err == nil && raw.Status.Final() && len(raw.Receipt) == 0 && g.notary() != nil
 	r, err := g.describe(ctx, g.vouch(ctx, raw), err)
 	if err != nil || !sealing {
+		// Claimed under mu: a look woken meanwhile (the decision's own
+		// wake and its receipt's notice come together) then reads nothing.
+		if !w.state.CompareAndSwap(false, true) {
+			return
+		}
 		w.mu.Unlock()
-		w.finish(r, err)
+		w.release()
+		w.done(r, err)
 		w.mu.Lock()
 		return
 	}

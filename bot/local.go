@@ -1,0 +1,157 @@
+package bot
+
+import (
+	"context"
+	"sync"
+	"time"
+)
+
+// A vote this gateway is tallying, and a decision it is sealing, are
+// known here, so the echoes of its own step do not race it: the store's
+// change notice (published by the step that decides) would wake the
+// request's waiters to read a decision not yet sealed, and the outbox
+// entry the same step enqueues would have this gateway's consumer audit
+// and seal it a second time, at the same moment, while the voter is still
+// waiting for its answer. Both wait for the local work instead; neither
+// is needed for safety (the outbox and the seal window cover a replica
+// that dies), only for speed.
+
+// inFlight counts the local votes and seals of each request.
+type inFlight struct {
+	mu sync.Mutex
+	m  map[string]*flight
+}
+
+type flight struct {
+	n     int           // votes being tallied and seals being made
+	woken bool          // a change notice came meanwhile
+	done  chan struct{} // closed when n drops to 0
+}
+
+// begin marks a local vote or seal of id as started.
+func (f *inFlight) begin(id string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.m == nil {
+		f.m = map[string]*flight{}
+	}
+	fl := f.m[id]
+	if fl == nil {
+		fl = &flight{done: make(chan struct{})}
+		f.m[id] = fl
+	}
+	fl.n++
+}
+
+// end marks one of them finished; it reports whether a change notice
+// was held back while none was left (the caller wakes the waiters).
+func (f *inFlight) end(id string) (woken bool) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	fl := f.m[id]
+	if fl == nil {
+		return false
+	}
+	if fl.n--; fl.n > 0 {
+		return false
+	}
+	delete(f.m, id)
+	close(fl.done)
+	return fl.woken
+}
+
+// hold reports whether id has local work in flight, and if so notes a
+// change notice for it, to be acted on when that work ends.
+func (f *inFlight) hold(id string) bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	fl := f.m[id]
+	if fl == nil {
+		return false
+	}
+	fl.woken = true
+	return true
+}
+
+// wait blocks until id has no local work in flight, at most d.
+func (f *inFlight) wait(id string, d time.Duration) {
+	f.mu.Lock()
+	fl := f.m[id]
+	f.mu.Unlock()
+	if fl == nil {
+		return
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-fl.done:
+	case <-t.C:
+	}
+}
+
+// localWaitMax bounds how long the outbox consumer waits for this
+// gateway's own seal of a decision before delivering it anyway.
+const localWaitMax = 10 * time.Second
+
+// wakeLater is the change notice's handler: a request with local work in
+// flight is woken when that work ends.
+func (g *Gateway) wakeLater(id string) {
+	if g.local.hold(id) {
+		return
+	}
+	g.hub.wake(id)
+}
+
+// endLocal ends one local vote or seal of id, waking its waiters when a
+// change notice was held back for it.
+func (g *Gateway) endLocal(id string) {
+	if g.local.end(id) {
+		g.hub.wake(id)
+	}
+}
+
+// afterKey carries an AfterResponse in a context.
+type afterKey struct{}
+
+// AfterResponse collects work a caller wants run once its own answer is
+// sent: the HTTP API puts one in a vote's context, so that the decision's
+// seal and side effects do not compete with the voter's response.
+type AfterResponse struct {
+	mu  sync.Mutex
+	fns []func()
+	ran bool
+}
+
+// WithAfterResponse returns ctx carrying a new AfterResponse. Its Run
+// must be called (deferred) by whoever made it.
+func WithAfterResponse(ctx context.Context) (context.Context, *AfterResponse) {
+	a := &AfterResponse{}
+	return context.WithValue(ctx, afterKey{}, a), a
+}
+
+// Run starts the collected work, each on its own goroutine through the
+// gateway's background (so Close waits for it); once run, later work is
+// started at once.
+func (a *AfterResponse) Run() {
+	a.mu.Lock()
+	fns := a.fns
+	a.fns, a.ran = nil, true
+	a.mu.Unlock()
+	for _, fn := range fns {
+		fn()
+	}
+}
+
+// after runs fn through the context's AfterResponse, or now.
+func after(ctx context.Context, fn func()) {
+	if a, ok := ctx.Value(afterKey{}).(*AfterResponse); ok {
+		a.mu.Lock()
+		if !a.ran {
+			a.fns = append(a.fns, fn)
+			a.mu.Unlock()
+			return
+		}
+		a.mu.Unlock()
+	}
+	fn()
+}

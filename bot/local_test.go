@@ -1,0 +1,139 @@
+package bot_test
+
+import (
+	"context"
+	"fmt"
+	"runtime"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	goredis "github.com/redis/go-redis/v9"
+
+	"github.com/signoff/signoff/bot"
+	"github.com/signoff/signoff/bot/bottest"
+)
+
+// commandLog records the commands a real client sends, by name.
+type commandLog struct {
+	mu   sync.Mutex
+	on   bool
+	cmds []string
+}
+
+func (h *commandLog) DialHook(next goredis.DialHook) goredis.DialHook { return next }
+func (h *commandLog) ProcessHook(next goredis.ProcessHook) goredis.ProcessHook {
+	return func(ctx context.Context, cmd goredis.Cmder) error {
+		h.note(cmd)
+		return next(ctx, cmd)
+	}
+}
+func (h *commandLog) ProcessPipelineHook(next goredis.ProcessPipelineHook) goredis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []goredis.Cmder) error {
+		for _, c := range cmds {
+			h.note(c)
+		}
+		return next(ctx, cmds)
+	}
+}
+func (h *commandLog) note(c goredis.Cmder) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.on {
+		name := strings.ToUpper(c.Name())
+		if args := c.Args(); len(args) > 1 {
+			name += " " + fmt.Sprint(args[1])
+		}
+		if strings.HasPrefix(name, "HGETALL") && fromList() {
+			name = "HGETALL(list) " + name[len("HGETALL "):]
+		}
+		h.cmds = append(h.cmds, name)
+	}
+}
+
+// fromList: the command is sent by Store.List (the gateway's sweep lists
+// pending requests, reading each; not a read of the decision's own).
+func fromList() bool {
+	buf := make([]byte, 16<<10)
+	return strings.Contains(string(buf[:runtime.Stack(buf, false)]), "(*Store).List(")
+}
+
+func (h *commandLog) start() { h.mu.Lock(); h.on, h.cmds = true, nil; h.mu.Unlock() }
+
+// count says how many commands named name were sent with a first
+// argument holding arg.
+func (h *commandLog) count(name, arg string) int {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	n := 0
+	for _, c := range h.cmds {
+		if cmd, first, _ := strings.Cut(c, " "); cmd == name && strings.Contains(first, arg) {
+			n++
+		}
+	}
+	return n
+}
+
+// TestLocalDecisionIsNotRacedByItsOwnEchoes: the step that decides
+// publishes a change notice and enqueues the decision in the outbox. On
+// the gateway that tallied the vote, neither may start work on the
+// decision while it is being sealed there: the waiter is woken once the
+// receipt is saved (one read of the request, not one before the seal and
+// one after), and the outbox's consumer audits and seals nothing a second
+// time. Counted in Redis commands from the vote to the outbox's ack.
+func TestLocalDecisionIsNotRacedByItsOwnEchoes(t *testing.T) {
+	for _, backend := range bottest.Backends() {
+		t.Run(backend, func(t *testing.T) {
+			srv := bottest.Start(t, backend)
+			rdb := srv.Client(t)
+			log := &commandLog{}
+			rdb.AddHook(log)
+			owner := bottest.NewPerson("alice")
+			p := bot.Persona{Name: "p", Owner: &bot.Person{Name: "alice", Identities: []bot.Identity{owner.Identity()}}, DenyQuorum: 1, Timeout: time.Hour}
+			env := bottest.NewOn(t, rdb, srv.Prefix, p, nil)
+			for i := range 5 {
+				r := env.Submit(t, bot.NewRequest{Persona: "p", Action: fmt.Sprint("deploy ", i), Nonce: bot.NewNonce()})
+				answered := make(chan *bot.Request, 1)
+				ctx := context.Background()
+				if _, w, err := env.Gateway.WaitFunc(ctx, r.ID, 10*time.Second, func(r *bot.Request, err error) {
+					if err != nil {
+						t.Errorf("wait: %v", err)
+					}
+					answered <- r
+				}); err != nil || w == nil {
+					t.Fatalf("wait on %s: %v (waiter %v)", r.ID, err, w)
+				}
+				log.start()
+				if out := env.React(t, owner, r, "✅"); out.Status != bot.Approved {
+					t.Fatalf("vote: %+v", out)
+				}
+				select {
+				case got := <-answered:
+					if got == nil || got.Status != bot.Approved || len(got.Receipt) == 0 {
+						t.Fatalf("waiter answered %+v, want approved with its receipt", got)
+					}
+				case <-time.After(10 * time.Second):
+					t.Fatal("the waiter was not answered")
+				}
+				deadline := time.Now().Add(10 * time.Second)
+				for rdb.XLen(ctx, srv.Prefix+":{outbox}").Val() != 0 {
+					if time.Now().After(deadline) {
+						t.Fatal("the decision's outbox entry was never delivered")
+					}
+					time.Sleep(5 * time.Millisecond)
+				}
+				// One read of the request to seal it, one by the waiter once
+				// sealed, one by the outbox delivery; one EVALSHA to tally,
+				// one to append the decision's record, one to save the
+				// receipt, one by the delivery finding the record done.
+				if n := log.count("HGETALL", r.ID); n > 3 {
+					t.Errorf("decision %d: %d reads of the request (HGETALL), want 3: %v", i, n, log.cmds)
+				}
+				if n := log.count("EVALSHA", ""); n > 4 {
+					t.Errorf("decision %d: %d scripts run, want 4: %v", i, n, log.cmds)
+				}
+			}
+		})
+	}
+}
