@@ -11,6 +11,7 @@ import (
 	"log/slog"
 	"mime"
 	"net/http"
+	"strconv"
 	"time"
 
 	"github.com/signoff/signoff/bot"
@@ -233,12 +234,16 @@ func (s *Server) nostrEvent(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, err)
 		return
 	}
-	out, err := s.Gateway.CastVote(r.Context(), re.Ballot(raw))
+	// A decision's seal starts once the voter has its answer (it is
+	// started by the deferred Run on every way out).
+	ctx, later := bot.WithAfterResponse(r.Context())
+	defer later.Run()
+	out, err := s.Gateway.CastVote(ctx, re.Ballot(raw))
 	if err != nil {
 		s.fail(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, VoteResponse{Result: out.Result, Reason: out.Reason, Status: out.Status, ID: out.RequestID})
+	writeJSONNow(w, http.StatusOK, VoteResponse{Result: out.Result, Reason: out.Reason, Status: out.Status, ID: out.RequestID})
 }
 
 func (s *Server) ready(w http.ResponseWriter, r *http.Request) {
@@ -323,4 +328,20 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(status)
 	_ = json.NewEncoder(w).Encode(v)
+}
+
+// writeJSONNow is writeJSON sent at once, whole (its length told), so
+// the client has its answer while the handler goes on.
+func writeJSONNow(w http.ResponseWriter, status int, v any) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		writeJSON(w, status, v)
+		return
+	}
+	b = append(b, '\n')
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Content-Length", strconv.Itoa(len(b)))
+	w.WriteHeader(status)
+	w.Write(b)
+	_ = http.NewResponseController(w).Flush()
 }
