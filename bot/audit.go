@@ -36,6 +36,66 @@ type CommitAuditor interface {
 	AppendCommit(ctx context.Context, e AuditEntry, commit func(context.Context, AuditRef) (bool, error)) error
 }
 
+// Group commit: while one batch of records is on its way to the store,
+// the records that arrive wait; the next batch chains them all in order
+// and sends their commits in one round trip. Each commit checks the
+// chain's head itself, so one that does not join the chain (a duplicate
+// delivery) or fails leaves every later one of its batch finding the head
+// moved: those do nothing and are chained again on the real head.
+
+// AuditCommit is one record's commit as a batch carries it: the store's
+// prepared work (Op, from an AuditPreparer; nil: the record alone), the
+// record's place (Ref, set by the log before each try) and, once sent, its
+// result. Err is ErrAuditConflict when nothing was done (the head had
+// moved), or the store's own error for this commit.
+type AuditCommit struct {
+	Op  any
+	Ref AuditRef
+
+	Out     VoteOutcome // a vote's outcome
+	InChain bool
+	Err     error
+}
+
+// AuditBatcher is a chain store that runs several commits, in order, in
+// one round trip, and says for each whether its record joined the chain.
+// CanBatchAudit is false where it cannot (Redis Cluster: the chain and a
+// request are in different slots).
+type AuditBatcher interface {
+	CanBatchAudit() bool
+	CommitAuditBatch(ctx context.Context, batch []*AuditCommit)
+}
+
+// AuditPreparer is a store that prepares a commit ahead of the chain's
+// lock, for a log that batches (BatchAuditor).
+type AuditPreparer interface {
+	// PrepareVoteAudit: tally b with its record.
+	PrepareVoteAudit(ctx context.Context, b Ballot) (*AuditCommit, error)
+	// PrepareDecisionAudit: append request id's decision record and mark
+	// it audited, unless it already was.
+	PrepareDecisionAudit(ctx context.Context, id string) (*AuditCommit, error)
+}
+
+// BatchAuditor is an audit log that group-commits (see AuditCommit).
+// AppendBatched writes e's record with c and fills in c's result; an
+// error means the record could not be written (c.Err, when set, says why
+// the store refused it).
+type BatchAuditor interface {
+	Auditor
+	Batches() bool
+	AppendBatched(ctx context.Context, e AuditEntry, c *AuditCommit) error
+}
+
+// batchAuditor is g's audit log and store when they group-commit.
+func (g *Gateway) batchAuditor() (BatchAuditor, AuditPreparer, bool) {
+	ba, ok := g.Audit.(BatchAuditor)
+	if !ok || !ba.Batches() {
+		return nil, nil, false
+	}
+	p, ok := g.Store.(AuditPreparer)
+	return ba, p, ok
+}
+
 // AuditedVoteStore is a Store that tallies a ballot and appends its audit
 // record in one atomic step (when rec.Shared), or tallies alone. inChain
 // says whether the record is part of the chain: not for a duplicate
@@ -82,6 +142,21 @@ func (g *Gateway) tally(ctx context.Context, b Ballot) (VoteOutcome, error) {
 	e := AuditEntry{Type: "vote", RequestID: b.RequestID, Data: ballotRecord{
 		Voter: b.Voter, Choice: b.Choice, Proof: b.Proof, At: b.At.UTC(), Reason: b.Reason,
 	}, Evidence: b.Evidence}
+	if ba, p, ok := g.batchAuditor(); ok {
+		c, err := p.PrepareVoteAudit(ctx, b)
+		if err != nil {
+			return VoteOutcome{}, err
+		}
+		err = ba.AppendBatched(context.WithoutCancel(ctx), e, c)
+		if c.Err != nil && !errors.Is(c.Err, ErrAuditConflict) {
+			return c.Out, c.Err
+		}
+		if err != nil {
+			g.log().Error("audit append; vote refused", "id", b.RequestID, "err", err)
+			return VoteOutcome{}, auditUnavailable("vote", err)
+		}
+		return c.Out, nil
+	}
 	ca, ok := g.Audit.(CommitAuditor)
 	if !ok {
 		if err := g.auditOrRefuse(ctx, e, "vote"); err != nil {

@@ -193,6 +193,27 @@ func (g *Gateway) auditDecisionOnce(ctx context.Context, r *Request) error {
 	e := AuditEntry{Type: "decision", RequestID: r.ID, Data: map[string]any{
 		"status": r.Status, "decided_by": r.DecidedBy, "decided_at": r.DecidedAt, "reason": r.DecisionReason,
 	}}
+	var appended bool
+	logDecided := func() {
+		g.log().Info("request decided", "id", r.ID, "status", r.Status, "by", r.DecidedBy, "reason", r.DecisionReason)
+		g.Metrics.decision(r)
+	}
+	if ba, p, ok := g.batchAuditor(); ok {
+		c, err := p.PrepareDecisionAudit(ctx, r.ID)
+		if err != nil {
+			return err
+		}
+		if err := ba.AppendBatched(ctx, e, c); err != nil {
+			return err
+		}
+		if c.Err != nil {
+			return c.Err
+		}
+		if c.InChain {
+			logDecided()
+		}
+		return nil
+	}
 	ca, ok1 := g.Audit.(CommitAuditor)
 	ds, ok2 := g.Store.(DecisionAuditStore)
 	if !ok1 || !ok2 {
@@ -201,15 +222,13 @@ func (g *Gateway) auditDecisionOnce(ctx context.Context, r *Request) error {
 		}
 		return g.Audit.Append(ctx, e)
 	}
-	var appended bool
 	err := ca.AppendCommit(ctx, e, func(ctx context.Context, rec AuditRef) (bool, error) {
 		in, err := ds.AppendAuditOnce(ctx, r.ID, rec)
 		appended = in
 		return in, err
 	})
 	if err == nil && appended {
-		g.log().Info("request decided", "id", r.ID, "status", r.Status, "by", r.DecidedBy, "reason", r.DecisionReason)
-		g.Metrics.decision(r)
+		logDecided()
 	}
 	if errors.Is(err, ErrAuditConflict) {
 		return err

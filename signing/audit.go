@@ -2,6 +2,7 @@ package signing
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -96,6 +97,9 @@ type AuditOptions struct {
 	StoreHoldsAll bool
 	// Warn is told what opening had to repair (a quarantined tail).
 	Warn func(msg string)
+	// NoBatch commits each record on its own under the chain's lock even
+	// when the store could group-commit (to compare the two).
+	NoBatch bool
 }
 
 // AuditLog appends hash-chained records to a file (and to the shared
@@ -121,6 +125,12 @@ type AuditLog struct {
 	size      int64 // the file's length
 	broken    error // a line could not be taken back: refuse all
 	rejoining bool
+
+	batcher bot.AuditBatcher // set when the store can group-commit
+	qmu     sync.Mutex       // guards queue and leading (taken after mu)
+	queue   []*queued        // records waiting for the next batch
+	leading bool             // a batch is being led
+	stats   auditStats
 
 	stop chan struct{}
 	done chan struct{}
@@ -152,6 +162,9 @@ func OpenAuditWith(ctx context.Context, path string, key *Key, opt AuditOptions)
 		return nil, fmt.Errorf("open audit log: %w", err)
 	}
 	l := &AuditLog{path: path, f: f, key: key, opt: opt, prev: genesis}
+	if b, ok := opt.Store.(bot.AuditBatcher); ok && b.CanBatchAudit() && !opt.NoBatch {
+		l.batcher = b
+	}
 	sk, err := hex.DecodeString(key.secret)
 	if err != nil {
 		f.Close()
@@ -340,9 +353,20 @@ func (l *AuditLog) quarantine(end int64) error {
 }
 
 // Append writes one record for e: to the file, then to the store (when
-// there is one). An error means the record is not written.
+// there is one; in a batch with others when it can). An error means the
+// record is not written.
 func (l *AuditLog) Append(ctx context.Context, e bot.AuditEntry) error {
-	return l.AppendCommit(ctx, e, nil)
+	if l.batcher == nil {
+		return l.AppendCommit(ctx, e, nil)
+	}
+	c := &bot.AuditCommit{}
+	if err := l.AppendBatched(ctx, e, c); err != nil {
+		return err
+	}
+	if c.Err != nil || !c.InChain {
+		return fmt.Errorf("audit store: %w", cmp.Or(c.Err, bot.ErrAuditConflict))
+	}
+	return nil
 }
 
 func newRecord(e bot.AuditEntry) (Record, error) {
@@ -379,8 +403,10 @@ func (l *AuditLog) AppendCommit(ctx context.Context, e bot.AuditEntry, commit fu
 	if err != nil {
 		return err
 	}
+	t0 := time.Now()
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	l.stats.waited(time.Since(t0))
 	if _, err := l.append(ctx, r, "", commit); err != nil {
 		return err
 	}
@@ -432,6 +458,7 @@ func (l *AuditLog) append(ctx context.Context, r Record, reason string, commit f
 		}
 		ref := bot.AuditRef{Seq: r.Seq, Prev: r.Prev, Hash: r.Hash, Line: line, Shared: l.opt.Store != nil}
 		appended := true
+		t0 := time.Now()
 		switch {
 		case commit != nil:
 			appended, err = commit(ctx, ref)
@@ -444,6 +471,9 @@ func (l *AuditLog) append(ctx context.Context, r Record, reason string, commit f
 			if err != nil && !errors.Is(err, bot.ErrAuditConflict) {
 				err = fmt.Errorf("audit store: %w", err)
 			}
+		}
+		if r.Type != TypeCheckpoint {
+			l.stats.committed(time.Since(t0))
 		}
 		if err != nil || !appended {
 			if rerr := l.rollback(off); rerr != nil {

@@ -397,10 +397,31 @@ func (s *Store) RecordVote(ctx context.Context, b bot.Ballot) (bot.VoteOutcome, 
 // with the request's keys and extra ones after them. It returns the
 // outcome and the script's seventh value, when there is one.
 func (s *Store) runVote(ctx context.Context, b bot.Ballot, script *goredis.Script, extraKeys []string, extraArgs []any) (bot.VoteOutcome, int64, error) {
-	out := bot.VoteOutcome{RequestID: b.RequestID}
+	c, err := s.prepareVote(ctx, b, extraKeys)
+	if err != nil {
+		return bot.VoteOutcome{RequestID: b.RequestID}, 0, err
+	}
+	res, err := script.Run(ctx, s.rdb, c.keys, append(c.args, extraArgs...)...).Slice()
+	if err != nil {
+		return bot.VoteOutcome{RequestID: b.RequestID}, 0, unavailable("record vote", err)
+	}
+	return s.voteResult(ctx, b.RequestID, script, res)
+}
+
+// voteCall is a vote script's call, judged and ready to run: the
+// request's keys and extra ones, and the vote script's arguments.
+type voteCall struct {
+	id   string
+	keys []string
+	args []any
+}
+
+// prepareVote judges b against the request's persona (read once, then
+// remembered) and builds the vote script's call.
+func (s *Store) prepareVote(ctx context.Context, b bot.Ballot, extraKeys []string) (voteCall, error) {
 	p, err := s.snapshot(ctx, b.RequestID)
 	if err != nil {
-		return out, 0, err
+		return voteCall{}, err
 	}
 	v := quorum.Judge(p, b.Voter, b.Proof)
 	at := b.At
@@ -409,19 +430,21 @@ func (s *Store) runVote(ctx context.Context, b bot.Ballot, script *goredis.Scrip
 	}
 	voteJSON, err := json.Marshal(bot.Vote{Voter: b.Voter, Name: v.Person, Choice: b.Choice, Proof: b.Proof, At: at.UTC(), Reason: b.Reason})
 	if err != nil {
-		return out, 0, err
+		return voteCall{}, err
 	}
 	keys := append(s.requestKeys(b.RequestID)[:4:4], extraKeys...)
-	args := append([]any{b.DedupKey, v.Person, string(v.Role), string(b.Choice), v.Why, voteJSON,
-		at.UnixMilli(), s.channel(), b.RequestID, int64(s.Retention / time.Second), MaxAnswers}, extraArgs...)
-	res, err := script.Run(ctx, s.rdb, keys, args...).Slice()
-	if err != nil {
-		return out, 0, unavailable("record vote", err)
-	}
+	args := []any{b.DedupKey, v.Person, string(v.Role), string(b.Choice), v.Why, voteJSON,
+		at.UnixMilli(), s.channel(), b.RequestID, int64(s.Retention / time.Second), MaxAnswers}
+	return voteCall{id: b.RequestID, keys: keys, args: args[:len(args):len(args)]}, nil
+}
+
+// voteResult reads a vote script's answer (script is the one that ran).
+func (s *Store) voteResult(ctx context.Context, id string, script *goredis.Script, res []any) (bot.VoteOutcome, int64, error) {
+	out := bot.VoteOutcome{RequestID: id}
 	result, _ := res[0].(string)
 	switch result {
 	case "missing":
-		return out, 0, bot.Errorf(bot.ENotFound, "unknown request %q", b.RequestID)
+		return out, 0, bot.Errorf(bot.ENotFound, "unknown request %q", id)
 	case "conflict":
 		return out, 0, bot.ErrAuditConflict
 	}
@@ -447,9 +470,9 @@ func (s *Store) runVote(ctx context.Context, b bot.Ballot, script *goredis.Scrip
 		// Enqueued before it leaves the pending index: a crash in between
 		// leaves a decided request there, which the outbox sweeper finds
 		// (SweepUnqueued) and enqueues.
-		s.afterDecide(b.RequestID)
+		s.afterDecide(id)
 		if script != auditedVoteScript { // that one enqueued it and left the index itself
-			s.enqueue(ctx, b.RequestID)
+			s.enqueue(ctx, id)
 		}
 	}
 	return out, extra, nil
