@@ -49,6 +49,11 @@ type Config struct {
 	Notes []string
 	// CPUProfile, when set, receives a CPU profile of the loaded phase.
 	CPUProfile io.Writer
+	// Loaded, when set, is called as the loaded phase starts, and Gateway
+	// after it: lines on the gateway's side of that phase, for the report
+	// (bench --spawn: how its audit records waited for the chain).
+	Loaded  func()
+	Gateway func() []string
 }
 
 // Run measures the floor, the unloaded vote path and the loaded phase,
@@ -94,8 +99,14 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	if err := b.unloaded(ctx, fl, rep); err != nil {
 		return rep, err
 	}
+	if cfg.Loaded != nil {
+		cfg.Loaded()
+	}
 	if err := b.loaded(ctx, rep); err != nil {
 		return rep, err
+	}
+	if cfg.Gateway != nil {
+		rep.Gateway = cfg.Gateway()
 	}
 	if cfg.Audit != nil {
 		rep.Audit = b.checkAudit(ctx, cfg.Audit)

@@ -26,6 +26,9 @@ type floor struct {
 	rdb  goredis.UniversalClient
 	body []byte
 	at   time.Time
+	// key signs target's reactions (the bench client's cost per vote)
+	key    *signing.Key
+	target string
 }
 
 func newFloor(ctx context.Context, rdb goredis.UniversalClient, k *signing.Key) (*floor, error) {
@@ -47,14 +50,16 @@ func newFloor(ctx context.Context, rdb goredis.UniversalClient, k *signing.Key) 
 		w.Header().Set("Content-Type", "application/json")
 		io.WriteString(w, `{"result":"counted"}`+"\n")
 	}))
-	return &floor{srv: srv, hc: &http.Client{Transport: transport(4)}, rdb: rdb, body: body, at: at}, nil
+	return &floor{srv: srv, hc: &http.Client{Transport: transport(4)}, rdb: rdb, body: body, at: at, key: k, target: hex.EncodeToString(target)}, nil
 }
 
 func (f *floor) close() { f.srv.Close() }
 
-// FloorStats holds the floor's samples.
+// FloorStats holds the floor's samples. Sign, not part of the floor, is
+// what the bench client spends signing one reaction before it posts it.
 type FloorStats struct {
 	HTTP, Verify, Redis []time.Duration
+	Sign                []time.Duration
 }
 
 // P50 is the floor: the sum of its pieces' medians.
@@ -76,6 +81,12 @@ func (f *floor) sample(ctx context.Context, s *FloorStats) error {
 	io.Copy(io.Discard, resp.Body)
 	resp.Body.Close()
 	s.HTTP = append(s.HTTP, time.Since(t))
+
+	t = time.Now()
+	if _, err := signing.NewReactionWithReason(f.key, f.target, f.key.PublicKey(), bot.Approve, "", f.at); err != nil {
+		return err
+	}
+	s.Sign = append(s.Sign, time.Since(t))
 
 	t = time.Now()
 	if _, err := signing.ParseReaction(f.body, f.at); err != nil {

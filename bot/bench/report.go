@@ -58,6 +58,7 @@ type Report struct {
 	Unloaded    Phase
 	Loaded      Phase
 	Audit       *AuditCheck
+	Gateway     []string // the gateway's own account of the loaded phase
 	Errors      int64
 	FirstErrors []string
 }
@@ -121,6 +122,17 @@ func (r *Report) Print(w io.Writer) {
 	fmt.Fprintf(w, "  lifecycles/s                  %8.0f   (%d lifecycles: create, wait, vote, waiter answered)\n", l.PerSecond(l.Lifecycles), l.Lifecycles)
 	fmt.Fprintf(w, "  votes/s (verified, counted)   %8.0f   (%d votes)\n", l.PerSecond(l.Votes), l.Votes)
 	r.phase(w, l)
+	for _, g := range r.Gateway {
+		fmt.Fprintf(w, "  %s\n", g)
+	}
+	if sign := pct(f.Sign, 50); sign > 0 && l.Elapsed > 0 {
+		// What the client spends signing, from its unloaded cost: on a
+		// machine the gateway shares with it, these cores are not the
+		// gateway's.
+		cores := float64(sign) * float64(l.Votes) / float64(l.Elapsed)
+		fmt.Fprintf(w, "  bench client signing reactions      %s each (unloaded p50, btcec): ≈ %.2f of %d cores in the loaded phase\n",
+			dur(sign), cores, runtime.NumCPU())
+	}
 	if a := r.Audit; a != nil {
 		switch {
 		case a.Err != "":

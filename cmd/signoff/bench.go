@@ -40,6 +40,7 @@ func benchCmd(ctx context.Context, a *app, args []string) int {
 	n := fs.Int("n", 0, "run this many lifecycles in the loaded phase instead of --duration")
 	unloaded := fs.Int("unloaded", 200, "lifecycles run one at a time (the unloaded vote p50 and the floor beside it)")
 	cpuprofile := fs.String("cpuprofile", "", "write a CPU profile of the loaded phase here (with --spawn it holds the gateway too)")
+	groupCommit := fs.Bool("group-commit", true, "with --spawn: the audit log commits the records that wait for its chain in one round trip (false: one at a time under its lock, as before)")
 	if code, ok := parse(fs, args); !ok {
 		return code
 	}
@@ -68,7 +69,7 @@ func benchCmd(ctx context.Context, a *app, args []string) int {
 		if *persona != "" || len(keys) > 0 {
 			return a.failf("--spawn makes its own persona and keys; --persona and --key are for a gateway at SIGNOFF_URL")
 		}
-		stop, err := spawnGateway(ctx, a, cfg, &bc, *votes, *redisURL)
+		stop, err := spawnGateway(ctx, a, cfg, &bc, *votes, *redisURL, *groupCommit)
 		if err != nil {
 			return a.fail(err)
 		}
@@ -125,7 +126,7 @@ func readKey(path string) (*signing.Key, error) {
 // spawnGateway runs the real `signoff serve` wiring in this process on a
 // loopback port, on a redis-server of its own (or redisURL), with a bench
 // persona whose keys bc gets. stop ends both and removes their files.
-func spawnGateway(ctx context.Context, a *app, cfg *config, bc *bench.Config, votes int, redisURL string) (stop func(), err error) {
+func spawnGateway(ctx context.Context, a *app, cfg *config, bc *bench.Config, votes int, redisURL string, groupCommit bool) (stop func(), err error) {
 	dir, err := os.MkdirTemp("", "signoff-bench-")
 	if err != nil {
 		return nil, err
@@ -197,7 +198,10 @@ func spawnGateway(ctx context.Context, a *app, cfg *config, bc *bench.Config, vo
 	sctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	addr := make(chan string, 1)
 	exited := make(chan int, 1)
-	ga := &app{stdout: logf, stderr: logf, ready: func(s string) { addr <- s }}
+	var audit *signing.AuditLog
+	ga := &app{stdout: logf, stderr: logf, ready: func(s string) { addr <- s },
+		auditOptions: func(o *signing.AuditOptions) { o.NoBatch = !groupCommit },
+		auditOpened:  func(l *signing.AuditLog) { audit = l }}
 	go func() { exited <- serveWith(sctx, ga, gcfg) }()
 	stops = append(stops, func() {
 		cancel()
@@ -222,6 +226,24 @@ func spawnGateway(ctx context.Context, a *app, cfg *config, bc *bench.Config, vo
 	}
 	stops = append(stops, func() { rdb.Close() })
 	bc.Redis, bc.Audit, bc.Persona = rdb, qredis.New(rdb, "signoff"), "bench"
+	// audit is set: the gateway opens its log before it listens.
+	bc.Loaded = audit.ResetStats
+	bc.Gateway = func() []string {
+		st := audit.Stats()
+		how := "group commit"
+		if !audit.Batches() {
+			how = "one at a time under the chain's lock"
+		}
+		per := 0.0
+		if st.Commits > 0 {
+			per = float64(st.Records) / float64(st.Commits)
+		}
+		return []string{
+			fmt.Sprintf("audit (%s): %d records in %d commits (%.1f a commit)", how, st.Records, st.Commits, per),
+			fmt.Sprintf("audit wait for the chain           p50 %8s  p99 %8s", benchDur(st.Wait50), benchDur(st.Wait99)),
+			fmt.Sprintf("audit commit round trip            p50 %8s  p99 %8s", benchDur(st.Commit50), benchDur(st.Commit99)),
+		}
+	}
 	bc.Notes = append(bc.Notes,
 		"spawned in this process: the real `signoff serve` wiring on loopback, "+note,
 		"SIGNOFF_RATE_LIMIT=0: the API's per-client rate limit is off for this run",
@@ -271,4 +293,15 @@ func tail(path string) string {
 		s = "…" + s[len(s)-4000:]
 	}
 	return strings.TrimRight(s, "\n")
+}
+
+// benchDur prints d as the bench report does.
+func benchDur(d time.Duration) string {
+	switch {
+	case d < time.Millisecond:
+		return fmt.Sprintf("%dµs", d.Microseconds())
+	case d < time.Second:
+		return fmt.Sprintf("%.2fms", float64(d)/float64(time.Millisecond))
+	}
+	return d.Round(time.Millisecond).String()
 }

@@ -15,6 +15,7 @@ import (
 	"syscall"
 
 	"github.com/signoff/signoff/bot"
+	"github.com/signoff/signoff/signing"
 )
 
 const usage = `signoff — an approval gateway for AI agents
@@ -59,6 +60,10 @@ type app struct {
 	stdout, stderr io.Writer
 	// ready, when set, is told the address serve listens on.
 	ready func(addr string)
+	// auditOptions, when set, may change how serve opens its audit log,
+	// and auditOpened is given the log (bench --spawn reads its stats).
+	auditOptions func(*signing.AuditOptions)
+	auditOpened  func(*signing.AuditLog)
 }
 
 type command func(ctx context.Context, a *app, args []string) int

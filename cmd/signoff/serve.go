@@ -128,7 +128,7 @@ func serveWith(ctx context.Context, a *app, cfg *config) int {
 	if err := writeLocalPin(cfg, key, log); err != nil {
 		return a.fail(err)
 	}
-	audit, err := openAudit(ctx, cfg, key, store, log)
+	audit, err := openAudit(ctx, a, cfg, key, store, log)
 	if err != nil {
 		return a.fail(err)
 	}

@@ -34,16 +34,23 @@ func lockDataDir(dir string) (unlock func(), err error) {
 }
 
 // openAudit opens the gateway's audit log on the store's shared chain.
-func openAudit(ctx context.Context, cfg *config, key *signing.Key, store *qredis.Store, log *slog.Logger) (*signing.AuditLog, error) {
+func openAudit(ctx context.Context, a *app, cfg *config, key *signing.Key, store *qredis.Store, log *slog.Logger) (*signing.AuditLog, error) {
 	octx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
-	audit, err := signing.OpenAuditWith(octx, cfg.AuditPath, key, signing.AuditOptions{
+	opt := signing.AuditOptions{
 		Store:         store,
 		StoreHoldsAll: cfg.RedisURL != "",
 		Warn:          func(msg string) { log.Warn(msg) },
-	})
+	}
+	if a.auditOptions != nil {
+		a.auditOptions(&opt)
+	}
+	audit, err := signing.OpenAuditWith(octx, cfg.AuditPath, key, opt)
 	if err != nil {
 		return nil, err
+	}
+	if a.auditOpened != nil {
+		a.auditOpened(audit)
 	}
 	seq, _ := audit.Head()
 	log.Info("audit log", "path", cfg.AuditPath, "records", seq, "checkpoint", cfg.AuditPath+".checkpoint")
