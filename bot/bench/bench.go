@@ -79,8 +79,13 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		cfg.Progress = io.Discard
 	}
 	b := &run{cfg: cfg, tag: bot.NewID()[:6]}
+	// The waiter and the voter are different clients, as they are in
+	// life (the agent waits, a person answers): a parked wait's answer
+	// closes its connection, and sharing one pool would have every vote
+	// dial a new one.
 	b.hc = &http.Client{Transport: transport(2*cfg.Concurrency + 4)}
 	b.c = &httpapi.Client{BaseURL: cfg.URL, HTTP: b.hc, Token: cfg.Token}
+	b.wc = &httpapi.Client{BaseURL: cfg.URL, HTTP: &http.Client{Transport: transport(2*cfg.Concurrency + 4)}, Token: cfg.Token}
 	rep := &Report{Config: cfg, Machine: machine()}
 
 	fl, err := newFloor(ctx, cfg.Redis, cfg.Voters[0])
@@ -135,7 +140,8 @@ type run struct {
 	cfg Config
 	tag string
 	hc  *http.Client
-	c   *httpapi.Client
+	c   *httpapi.Client // creates and votes
+	wc  *httpapi.Client // waits
 
 	mu        sync.Mutex
 	ids       []string // every request measured (warm-up excluded)
@@ -184,7 +190,7 @@ func (b *run) lifecycle(ctx context.Context, n int) (sample, error) {
 		trace := &httptrace.ClientTrace{WroteRequest: func(httptrace.WroteRequestInfo) { once.Do(func() { close(onWire) }) }}
 		tctx := httptrace.WithClientTrace(wctx, trace)
 		for {
-			got, err := b.c.Wait(tctx, r.ID, 30*time.Second)
+			got, err := b.wc.Wait(tctx, r.ID, 30*time.Second)
 			if err != nil || got.Status.Final() || wctx.Err() != nil {
 				done <- waited{got, time.Now(), err}
 				return
