@@ -9,6 +9,9 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/signoff/signoff/bot"
 )
 
 func TestParseKeyRefuses(t *testing.T) {
@@ -101,5 +104,31 @@ func TestLoadOrCreateKey(t *testing.T) {
 func TestNewKeysDiffer(t *testing.T) {
 	if a, b := NewKey(), NewKey(); a.PublicKey() == b.PublicKey() {
 		t.Error("two new keys are the same")
+	}
+}
+
+// TestUncheckedSignsTheSameBytes: a key that skips the check of its
+// signatures makes the very signatures the checked key makes, and they
+// verify.
+func TestUncheckedSignsTheSameBytes(t *testing.T) {
+	k := NewKey()
+	at := time.Unix(1700000000, 0)
+	target := strings.Repeat("ab", 32)
+	checked, err := NewReaction(k, target, k.PublicKey(), bot.Approve, at)
+	if err != nil {
+		t.Fatal(err)
+	}
+	unchecked, err := NewReaction(k.Unchecked(), target, k.PublicKey(), bot.Approve, at)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(checked, unchecked) {
+		t.Fatalf("unchecked signing made other bytes:\n%s\n%s", checked, unchecked)
+	}
+	if _, err := ParseReaction(unchecked, at); err != nil {
+		t.Fatalf("the unchecked reaction does not verify: %v", err)
+	}
+	if k.fast {
+		t.Fatal("Unchecked changed the key it was called on")
 	}
 }

@@ -130,8 +130,12 @@ func (r *Report) Print(w io.Writer) {
 		// machine the gateway shares with it, these cores are not the
 		// gateway's.
 		cores := float64(sign) * float64(l.Votes) / float64(l.Elapsed)
-		fmt.Fprintf(w, "  bench client signing reactions      %s each (unloaded p50, btcec): ≈ %.2f of %d cores in the loaded phase\n",
-			dur(sign), cores, runtime.NumCPU())
+		how := "btcec, without checking each signature"
+		if c.CheckedSigning {
+			how = "btcec, each signature checked"
+		}
+		fmt.Fprintf(w, "  bench client signing reactions      %s each (unloaded p50, %s): ≈ %.2f of %d cores in the loaded phase\n",
+			dur(sign), how, cores, runtime.NumCPU())
 	}
 	if a := r.Audit; a != nil {
 		switch {
