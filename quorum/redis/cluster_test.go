@@ -83,6 +83,9 @@ func TestClusterLifecycle(t *testing.T) {
 		Members:        []bot.Person{{Name: "bob", Identities: []bot.Identity{bob.Identity()}}, {Name: "carol", Identities: []bot.Identity{carol.Identity()}}},
 		ApprovalQuorum: 2, DenyQuorum: 1, Timeout: time.Minute}
 	env := bottest.NewOn(t, rdb, "signofftest:cluster", p, nil)
+	if env.Audit.Batches() {
+		t.Fatal("the audit log group-commits on Cluster, where a vote and its record are in different slots")
+	}
 
 	r := env.Submit(t, bot.NewRequest{Persona: "demo", Action: "kubectl delete ns prod"})
 	if out := env.React(t, bob, r, "✅"); out.Result != bot.Counted || out.Decided {
