@@ -133,7 +133,7 @@ func spawnGateway(ctx context.Context, a *app, cfg *config, bc *bench.Config, vo
 		return nil, err
 	}
 	var stops []func()
-	stop = func() {
+	cleanup := func() {
 		for i := len(stops) - 1; i >= 0; i-- {
 			stops[i]()
 		}
@@ -141,7 +141,7 @@ func spawnGateway(ctx context.Context, a *app, cfg *config, bc *bench.Config, vo
 	}
 	defer func() {
 		if err != nil {
-			stop()
+			cleanup() // stop is nil when an error is returned
 		}
 	}()
 	note := "redis " + redactURL(redisURL)
@@ -249,7 +249,7 @@ func spawnGateway(ctx context.Context, a *app, cfg *config, bc *bench.Config, vo
 		"spawned in this process: the real `signoff serve` wiring on loopback, "+note,
 		"SIGNOFF_RATE_LIMIT=0: the API's per-client rate limit is off for this run",
 		"gateway log: "+logPath+" (removed at exit)")
-	return stop, nil
+	return cleanup, nil
 }
 
 // startBenchRedis runs redis-server on a free loopback port, without
