@@ -506,3 +506,58 @@ func TestGroupCommitTwoReplicas(t *testing.T) {
 		})
 	}
 }
+
+// TestGroupCommitScriptFailsAfterItsRecord: a vote's script fails after
+// it appended its record (the outbox it enqueues the decision in is not a
+// stream), so it reports no record, and the vote after it in the batch
+// finds the head it expects and joins. The file follows the store at
+// once: the two records are in both, in one chain.
+func TestGroupCommitScriptFailsAfterItsRecord(t *testing.T) {
+	for _, backend := range bottest.Backends() {
+		t.Run(backend, func(t *testing.T) {
+			p, people := committee(2)
+			srv := bottest.Start(t, backend)
+			env, gs := gatedEnv(t, srv, p)
+			r1 := env.Submit(t, bot.NewRequest{Persona: "demo", Action: "terraform apply"})
+			r2 := env.Submit(t, bot.NewRequest{Persona: "demo", Action: "terraform plan"})
+			gs.arm()
+			lead := castQueued(env, ballot(t, people[0], r1), -1)
+			<-gs.entered
+			deciding := castQueued(env, ballot(t, people[1], r1), 0)
+			after := castQueued(env, ballot(t, people[0], r2), 1)
+			ctx := context.Background()
+			outbox := srv.Prefix + ":{outbox}"
+			if err := env.Redis.Rename(ctx, outbox, outbox+":saved").Err(); err != nil {
+				t.Fatal(err)
+			}
+			if err := env.Redis.Set(ctx, outbox, "not a stream", 0).Err(); err != nil {
+				t.Fatal(err)
+			}
+			close(gs.open)
+			if res := <-lead; res.err != nil || res.out.Result != bot.Counted {
+				t.Fatalf("first vote = %+v, %v; want counted", res.out, res.err)
+			}
+			if res := <-deciding; res.err == nil {
+				t.Fatalf("the vote whose script failed = %+v; want an error", res.out)
+			}
+			if res := <-after; res.err != nil || res.out.Result != bot.Counted {
+				t.Fatalf("the vote after it = %+v, %v; want counted", res.out, res.err)
+			}
+			file, err := os.ReadFile(env.AuditPath)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if store := exportChain(t, env.Store); !bytes.Equal(file, store) {
+				t.Fatalf("the file (%d bytes) is not the store's chain (%d bytes) after the batch", len(file), len(store))
+			}
+			n := voteRecords(env.Chain(t))
+			for _, k := range []string{r1.ID + " " + people[0].Key.PublicKey(), r1.ID + " " + people[1].Key.PublicKey(), r2.ID + " " + people[0].Key.PublicKey()} {
+				if n[k] != 1 {
+					t.Errorf("%s: %d vote records, want 1", k, n[k])
+				}
+			}
+			env.Redis.Del(ctx, outbox)
+			env.Redis.Rename(ctx, outbox+":saved", outbox)
+		})
+	}
+}

@@ -209,12 +209,26 @@ func (l *AuditLog) commitBatch(ctx context.Context, batch []*queued) {
 			}
 		}
 		var again []*queued
+		ahead := false
 		for _, q := range todo[joined:] {
-			if errors.Is(q.c.Err, bot.ErrAuditConflict) {
+			switch {
+			case errors.Is(q.c.Err, bot.ErrAuditConflict):
 				again = append(again, q)
+			case q.c.InChain:
+				// Joined after one that reported no record: that one's
+				// script failed after appending it (a write past the
+				// chain's, such as the outbox's). The store's chain is
+				// ahead of the file: copy it now.
+				ahead = true
 			}
 			// Otherwise it is done: not in the chain (a duplicate, a
 			// decision already audited, a request gone), or failed.
+		}
+		if ahead {
+			if err := l.catchUp(ctx); err != nil {
+				fail(again, err)
+				return
+			}
 		}
 		todo = again
 	}
