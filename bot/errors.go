@@ -3,6 +3,7 @@ package bot
 import (
 	"errors"
 	"fmt"
+	"time"
 )
 
 // Error codes: machine-readable, stable, mapped to HTTP statuses by the
@@ -24,6 +25,9 @@ const (
 type Error struct {
 	Code    string
 	Message string
+	// RetryAfter, on an ERateLimited error, is how long until the call
+	// can succeed (the HTTP layer sends it as Retry-After).
+	RetryAfter time.Duration
 }
 
 func (e *Error) Error() string { return e.Message }

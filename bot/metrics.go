@@ -9,8 +9,18 @@ type Metrics struct {
 	votes          *prometheus.CounterVec
 	latency        prometheus.Histogram
 	submittedTotal prometheus.Counter
+	rateLimited    *prometheus.CounterVec
 	platform       platformMetrics
 }
+
+// The limits that answer 429 (the label of signoff_rate_limited_total):
+// the API's per-client rate, the bad-token allowance of an address, and
+// the per-persona publish rate.
+const (
+	LimitClient   = "client"
+	LimitBadToken = "bad_token"
+	LimitPublish  = "publish"
+)
 
 // NewMetrics registers the gateway's series with reg.
 func NewMetrics(reg prometheus.Registerer) *Metrics {
@@ -29,8 +39,14 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		submittedTotal: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "signoff_requests_submitted_total", Help: "Requests submitted.",
 		}),
+		rateLimited: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "signoff_rate_limited_total", Help: "API calls refused with 429, by the limit that refused them (client, bad_token, publish).",
+		}, []string{"limit"}),
 	}
-	reg.MustRegister(m.requests, m.votes, m.latency, m.submittedTotal)
+	for _, l := range []string{LimitClient, LimitBadToken, LimitPublish} {
+		m.rateLimited.WithLabelValues(l)
+	}
+	reg.MustRegister(m.requests, m.votes, m.latency, m.submittedTotal, m.rateLimited)
 	m.platform = newPlatformMetrics(reg, m)
 	return m
 }
@@ -38,6 +54,14 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 func (m *Metrics) submitted() {
 	if m != nil {
 		m.submittedTotal.Inc()
+	}
+}
+
+// RateLimited counts a call refused with 429 by limit (LimitClient,
+// LimitBadToken, LimitPublish); the HTTP layer calls it.
+func (m *Metrics) RateLimited(limit string) {
+	if m != nil {
+		m.rateLimited.WithLabelValues(limit).Inc()
 	}
 }
 

@@ -98,7 +98,10 @@ func (g *Gateway) Publish(ctx context.Context, persona, text, by string) (Publis
 		return res, err
 	}
 	if ok, wait := g.publishLimits.allow(p.Name, g.now()); !ok {
-		return res, Errorf(ERateLimited, "persona %s published %d messages lately: at most one every %s after a burst of %d; try again in %s", p.Name, PublishBurst, PublishEvery, PublishBurst, wait.Round(time.Second))
+		// Refused before anything is posted or audited: a retry is safe.
+		e := Errorf(ERateLimited, "persona %s published %d messages lately: at most one every %s after a burst of %d; try again in %s", p.Name, PublishBurst, PublishEvery, PublishBurst, max(time.Second, (wait+time.Second-1).Truncate(time.Second)))
+		e.RetryAfter = wait
+		return res, e
 	}
 	msg := PublishText(p.Name, text)
 	var (

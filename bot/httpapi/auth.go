@@ -449,9 +449,12 @@ func (s *Server) refuse(w http.ResponseWriter, r *http.Request, t *tokens.Token,
 	audit := code == bot.EUnauthorized || code == bot.EForbidden
 	if code == bot.EUnauthorized && s.Auth != nil && !s.Auth.allowFailure(clientAddr(r), s.now()) {
 		if r.Header.Get("Authorization") != "" {
-			// Someone trying tokens: slow them down.
+			// Someone trying tokens: slow them down. Refused before the
+			// audit or anything else is done.
+			const msg = "too many calls with a bad token from this address; wait and retry with a valid one"
 			w.Header().Set("Retry-After", fmt.Sprint(int(failEvery.Seconds())))
-			writeJSON(w, http.StatusTooManyRequests, ErrorBody{Error: "too many calls with a bad token from this address; wait and retry with a valid one", Code: "rate_limited"})
+			writeJSON(w, http.StatusTooManyRequests, ErrorBody{Error: msg, Code: ERateLimited})
+			s.rateLimited(r, bot.LimitBadToken, clientAddr(r), "address "+peer(r), failEvery, msg)
 			return
 		}
 		// A client without a token guesses nothing: it gets its 401, but a

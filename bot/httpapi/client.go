@@ -8,6 +8,7 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"strconv"
 	"strings"
 	"time"
 
@@ -23,6 +24,9 @@ type Client struct {
 	WithdrawOnDisconnect bool
 	// Token, when set, is sent as "Authorization: Bearer <Token>".
 	Token string
+	// OnRetry, when set, is told before each wait of a call the gateway
+	// refused with 429: how long, and the gateway's message.
+	OnRetry func(wait time.Duration, msg string)
 }
 
 var _ bot.Service = (*Client)(nil)
@@ -32,10 +36,97 @@ func NewClient(base string) *Client {
 	return &Client{BaseURL: strings.TrimRight(base, "/"), HTTP: &http.Client{}}
 }
 
+// A call refused with 429 was not done — not by any of the gateway's
+// limits: the per-client rate and the bad-token allowance answer before
+// the route is reached, the publish rate before anything is posted or
+// audited — so every call is tried again after the Retry-After it was
+// given, within these bounds and its context's deadline.
+const (
+	// RetryTries is how many times a call is tried again.
+	RetryTries = 5
+	// RetryMaxWait is the longest one wait: a gateway asking for more
+	// is not waited for (the call fails at once, saying so).
+	RetryMaxWait = 30 * time.Second
+	// RetryBudget is the most a call waits in all.
+	RetryBudget = 60 * time.Second
+	// retryGuess is the wait when Retry-After is absent or garbled,
+	// doubled at each such retry.
+	retryGuess = time.Second
+)
+
 func (c *Client) do(ctx context.Context, method, path, contentType string, body []byte, out any) error {
+	var waited time.Duration
+	guess := retryGuess
+	for try := 1; ; try++ {
+		resp, b, err := c.send(ctx, method, path, contentType, body)
+		if err != nil {
+			return err
+		}
+		if resp.StatusCode != http.StatusTooManyRequests {
+			return answer(resp, b, out)
+		}
+		msg := resp.Status
+		if e := (ErrorBody{}); json.Unmarshal(b, &e) == nil && e.Error != "" {
+			msg = e.Error
+		}
+		wait, ok := parseRetryAfter(resp.Header.Get("Retry-After"), time.Now())
+		if !ok {
+			wait, guess = guess, 2*guess
+		}
+		if err := retryAllowed(ctx, try, waited, wait, msg); err != nil {
+			return err
+		}
+		if c.OnRetry != nil {
+			c.OnRetry(wait, msg)
+		}
+		t := time.NewTimer(wait)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return ctx.Err()
+		case <-t.C:
+		}
+		waited += wait
+	}
+}
+
+// retryAllowed returns the error a rate-limited call ends with when it
+// may not wait wait and try again: its tries or budget spent, a wait too
+// long, or its deadline before the wait's end.
+func retryAllowed(ctx context.Context, try int, waited, wait time.Duration, msg string) error {
+	fail := func(format string, args ...any) error {
+		e := bot.Errorf(bot.ERateLimited, "the gateway is rate limiting this client (%s); "+format, append([]any{msg}, args...)...)
+		e.RetryAfter = wait
+		return e
+	}
+	switch dl, ok := ctx.Deadline(); {
+	case wait > RetryMaxWait:
+		return fail("it asks to wait %s, more than the %s signoff waits: try again later", wait, RetryMaxWait)
+	case try > RetryTries || waited+wait > RetryBudget:
+		return fail("gave up after %d tries and %s of waiting: try again later", try, waited.Round(time.Millisecond))
+	case ok && time.Until(dl) < wait:
+		return fail("it asks to wait %s, longer than this call may still take (%s)", wait, max(0, time.Until(dl)).Round(time.Millisecond))
+	}
+	return nil
+}
+
+// parseRetryAfter reads a Retry-After header: seconds, or an HTTP date.
+func parseRetryAfter(v string, now time.Time) (time.Duration, bool) {
+	v = strings.TrimSpace(v)
+	if n, err := strconv.ParseUint(v, 10, 32); err == nil {
+		return time.Duration(n) * time.Second, true
+	}
+	if t, err := http.ParseTime(v); err == nil {
+		return max(0, t.Sub(now)), true
+	}
+	return 0, false
+}
+
+// send makes one call and reads its answer whole.
+func (c *Client) send(ctx context.Context, method, path, contentType string, body []byte) (*http.Response, []byte, error) {
 	req, err := http.NewRequestWithContext(ctx, method, c.BaseURL+path, bytes.NewReader(body))
 	if err != nil {
-		return bot.Errorf(bot.EInvalid, "gateway URL %q: %v", c.BaseURL, err)
+		return nil, nil, bot.Errorf(bot.EInvalid, "gateway URL %q: %v", c.BaseURL, err)
 	}
 	if body != nil {
 		req.Header.Set("Content-Type", contentType)
@@ -50,15 +141,21 @@ func (c *Client) do(ctx context.Context, method, path, contentType string, body 
 	resp, err := hc.Do(req)
 	if err != nil {
 		if ctx.Err() != nil {
-			return ctx.Err()
+			return nil, nil, ctx.Err()
 		}
-		return bot.Errorf(bot.EUnavailable, "cannot reach the gateway at %s: %v", c.BaseURL, unwrapURLError(err))
+		return nil, nil, bot.Errorf(bot.EUnavailable, "cannot reach the gateway at %s: %v", c.BaseURL, unwrapURLError(err))
 	}
 	defer resp.Body.Close()
 	b, err := io.ReadAll(io.LimitReader(resp.Body, 64<<20))
 	if err != nil {
-		return bot.Errorf(bot.EUnavailable, "reading the gateway's answer: %v", err)
+		return nil, nil, bot.Errorf(bot.EUnavailable, "reading the gateway's answer: %v", err)
 	}
+	return resp, b, nil
+}
+
+// answer is a call's result from its response: the error it carries, or
+// its body decoded into out.
+func answer(resp *http.Response, b []byte, out any) error {
 	if resp.StatusCode >= 400 {
 		var e ErrorBody
 		if json.Unmarshal(b, &e) == nil && e.Code != "" {

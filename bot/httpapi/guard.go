@@ -210,12 +210,11 @@ func (s *Server) limited(w http.ResponseWriter, r *http.Request, t *tokens.Token
 	if ok {
 		return false
 	}
-	secs := max(1, int(math.Ceil(wait.Seconds())))
+	secs := retrySeconds(wait)
+	msg := fmt.Sprintf("too many calls from %s: the limit is %g a second, %d at once (SIGNOFF_RATE_LIMIT, SIGNOFF_RATE_BURST); retry in %ds", who, l.Rate, l.Burst, secs)
 	w.Header().Set("Retry-After", strconv.Itoa(secs))
-	writeJSON(w, http.StatusTooManyRequests, ErrorBody{
-		Error: fmt.Sprintf("too many calls from %s: the limit is %g a second, %d at once (SIGNOFF_RATE_LIMIT, SIGNOFF_RATE_BURST); retry in %ds", who, l.Rate, l.Burst, secs),
-		Code:  ERateLimited,
-	})
+	writeJSON(w, http.StatusTooManyRequests, ErrorBody{Error: msg, Code: ERateLimited})
+	s.rateLimited(r, bot.LimitClient, key, who, time.Duration(secs)*time.Second, msg)
 	return true
 }
 

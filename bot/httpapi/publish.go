@@ -2,7 +2,10 @@ package httpapi
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"net/http"
+	"time"
 
 	"github.com/signoff/signoff/bot"
 	"github.com/signoff/signoff/bot/tokens"
@@ -42,11 +45,22 @@ func (s *Server) publish(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	by := ""
+	key, who := "ip "+clientAddr(r), "address "+peer(r)
 	if t := TokenFrom(r.Context()); t != nil {
 		by = t.Name
+		key, who = "token "+t.ID, fmt.Sprintf("token %q", t.Name)
 	}
 	res, err := pub.Publish(r.Context(), b.Persona, b.Text, by)
 	if err != nil {
+		// A publish refused by the persona's rate posted and audited
+		// nothing (bot.Gateway.Publish): the client may try it again.
+		if bot.ErrorCode(err) == bot.ERateLimited {
+			var d time.Duration
+			if e, ok := errors.AsType[*bot.Error](err); ok {
+				d = e.RetryAfter
+			}
+			s.rateLimited(r, bot.LimitPublish, key, who, d, bot.ErrorMessage(err))
+		}
 		s.fail(w, r, err)
 		return
 	}

@@ -9,6 +9,7 @@ import (
 	"errors"
 	"io"
 	"log/slog"
+	"math"
 	"mime"
 	"net/http"
 	"strconv"
@@ -60,11 +61,18 @@ type Server struct {
 	AllowedHosts []string
 	// Limit is the per-client rate limit on every route; nil: none.
 	Limit *RateLimit
+	// OnRateLimited, when set, is told of every 429, by the limit that
+	// answered it (bot.LimitClient, LimitBadToken, LimitPublish): serve
+	// counts them (bot.Metrics.RateLimited). limited.go logs them.
+	OnRateLimited func(limit string)
+
+	refusals *refusalLog // made by Handler
 }
 
 // Handler returns the API's routes, each behind its Access (auth.go),
 // behind the Host and cross-site checks (guard.go).
 func (s *Server) Handler() http.Handler {
+	s.refusals = &refusalLog{}
 	return s.checkHost(s.checkBrowser(s.authorize(s.routes())))
 }
 
@@ -318,10 +326,27 @@ func (s *Server) fail(w http.ResponseWriter, r *http.Request, err error) {
 		err = bot.Errorf(code, "request cancelled or timed out")
 	}
 	status := statuses[code]
+	if code == bot.ERateLimited {
+		w.Header().Set("Retry-After", retryAfter(err))
+	}
 	if code == bot.EInternal || code == bot.EUnavailable {
 		s.log().Error("request failed", "method", r.Method, "path", r.URL.Path, "err", err)
 	}
 	writeJSON(w, status, ErrorBody{Error: bot.ErrorMessage(err), Code: code})
+}
+
+// retryAfter is the Retry-After of a rate-limited error: its RetryAfter
+// in whole seconds, rounded up, at least 1.
+func retryAfter(err error) string {
+	var d time.Duration
+	if e, ok := errors.AsType[*bot.Error](err); ok {
+		d = e.RetryAfter
+	}
+	return strconv.Itoa(retrySeconds(d))
+}
+
+func retrySeconds(d time.Duration) int {
+	return max(1, int(math.Ceil(d.Seconds())))
 }
 
 func writeJSON(w http.ResponseWriter, status int, v any) {

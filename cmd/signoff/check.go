@@ -43,7 +43,7 @@ func checkOrExplain(ctx context.Context, a *app, name string, args []string, exp
 		return a.fail(err)
 	}
 	ch.c.Explain = explain
-	res, err := cfg.client().Check(ctx, ch.c)
+	res, err := cfg.client(a.stderr).Check(ctx, ch.c)
 	if err != nil {
 		return a.fail(err)
 	}

@@ -44,7 +44,7 @@ func execCommand(ctx context.Context, a *app, args []string) int {
 	}
 	// The gateway decides: its rules, grants, mode and classifier. Nothing
 	// runs that it did not allow; unreachable, nothing runs.
-	client := requester(cfg)
+	client := requester(cfg, a.stderr)
 	res, err := client.Check(ctx, ch)
 	if err != nil {
 		fmt.Fprintf(a.stderr, "signoff: %s; nothing was run\n", bot.ErrorMessage(err))

@@ -32,7 +32,7 @@ func grantsCommand(ctx context.Context, a *app, args []string) int {
 	if err != nil {
 		return a.fail(err)
 	}
-	gs, err := cfg.client().Grants(ctx, *persona)
+	gs, err := cfg.client(a.stderr).Grants(ctx, *persona)
 	if err != nil {
 		return a.fail(err)
 	}
@@ -71,7 +71,7 @@ func revokeGrant(ctx context.Context, a *app, args []string) int {
 	if err != nil {
 		return a.fail(err)
 	}
-	g, err := cfg.client().RevokeGrant(ctx, fs.Arg(0))
+	g, err := cfg.client(a.stderr).RevokeGrant(ctx, fs.Arg(0))
 	if err != nil {
 		return a.fail(err)
 	}

@@ -48,7 +48,7 @@ func hook(ctx context.Context, a *app, args []string) int {
 	if err != nil {
 		return hookDeny(a, err.Error()+"; not allowed")
 	}
-	client := requester(cfg)
+	client := requester(cfg, a.stderr)
 	h.Classifier, h.Gateway, h.Checker, h.Persona = c, client, client, settingsPersona(a.stderr, *persona, "the hook's")
 	h.Verify = cfg.verifier(a.stderr)
 	if err := h.Run(ctx, a.stdin, a.stdout); err != nil {

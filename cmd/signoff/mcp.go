@@ -29,7 +29,7 @@ func mcpServe(ctx context.Context, a *app, args []string) int {
 	// Always locked: a call naming another persona is the agent choosing
 	// its electorate, as SIGNOFF_PERSONA would be; it is refused.
 	p := settingsPersona(a.stderr, *persona, "the MCP server's")
-	client := requester(cfg)
+	client := requester(cfg, a.stderr)
 	s := agent.NewMCPServer(agent.MCPOptions{
 		Gateway: client, Checker: client, Classifier: c, Persona: p, LockPersona: true, Logger: log,
 		Verify: cfg.verifier(a.stderr),

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"strings"
 	"time"
@@ -76,7 +77,7 @@ func netRequest(ctx context.Context, a *app, args []string) int {
 	if *persona == "" {
 		*persona = cfg.Persona
 	}
-	c := cfg.client()
+	c := cfg.client(a.stderr)
 	f, err := c.FileNetRequest(ctx, httpapi.NetRequestBody{Persona: *persona, Host: *host, Port: *port, Program: *program, Method: *method, Path: *path, Reason: *reason})
 	if err != nil {
 		return a.fail(err)
@@ -127,7 +128,7 @@ func netRequests(ctx context.Context, a *app, args []string) int {
 	if err != nil {
 		return a.fail(err)
 	}
-	l, err := cfg.client().NetRequests(ctx, *all)
+	l, err := cfg.client(a.stderr).NetRequests(ctx, *all)
 	if err != nil {
 		return a.fail(err)
 	}
@@ -220,7 +221,7 @@ func netApprove(ctx context.Context, a *app, args []string) int {
 		fs.Usage()
 		return a.failf("net approve takes one id (see `signoff net requests --all`)")
 	}
-	cfg, c, it, draft, err := findNetRequest(ctx, fs.Arg(0))
+	cfg, c, it, draft, err := findNetRequest(ctx, a.stderr, fs.Arg(0))
 	if err != nil {
 		return a.fail(err)
 	}
@@ -347,12 +348,12 @@ func netApprove(ctx context.Context, a *app, args []string) int {
 
 // findNetRequest finds the network request or draft whose id starts with
 // prefix, among all the gateway lists, for approve and deny.
-func findNetRequest(ctx context.Context, prefix string) (*config, *httpapi.Client, *netpolicy.Item, *netpolicy.Draft, error) {
+func findNetRequest(ctx context.Context, stderr io.Writer, prefix string) (*config, *httpapi.Client, *netpolicy.Item, *netpolicy.Draft, error) {
 	cfg, err := loadConfig()
 	if err != nil {
 		return nil, nil, nil, nil, err
 	}
-	c := cfg.client()
+	c := cfg.client(stderr)
 	l, err := c.NetRequests(ctx, true)
 	if err != nil {
 		return nil, nil, nil, nil, err
@@ -372,7 +373,7 @@ func netDeny(ctx context.Context, a *app, args []string) int {
 		fs.Usage()
 		return a.failf("net deny takes one id and --reason")
 	}
-	cfg, c, it, draft, err := findNetRequest(ctx, fs.Arg(0))
+	cfg, c, it, draft, err := findNetRequest(ctx, a.stderr, fs.Arg(0))
 	if err != nil {
 		return a.fail(err)
 	}
@@ -414,7 +415,7 @@ func netPolicy(ctx context.Context, a *app, args []string) int {
 		return a.fail(err)
 	}
 	n := max(*rev, *diff)
-	r, err := cfg.client().Policy(ctx, n)
+	r, err := cfg.client(a.stderr).Policy(ctx, n)
 	if err != nil {
 		return a.fail(err)
 	}

@@ -21,7 +21,7 @@ func pending(ctx context.Context, a *app, args []string) int {
 	if err != nil {
 		return a.fail(err)
 	}
-	rs, err := cfg.client().List(ctx, bot.Filter{Status: bot.Pending})
+	rs, err := cfg.client(a.stderr).List(ctx, bot.Filter{Status: bot.Pending})
 	if err != nil {
 		return a.fail(err)
 	}

@@ -40,11 +40,11 @@ func proxyCmd(ctx context.Context, a *app, args []string) int {
 	if err != nil {
 		return a.failf("cannot listen on %s: %v", *listen, err)
 	}
-	p := &proxy.Proxy{Source: cfg.client(), Persona: *persona, Logger: log, MaxConns: *maxConns}
+	p := &proxy.Proxy{Source: cfg.client(a.stderr), Persona: *persona, Logger: log, MaxConns: *maxConns}
 	// An extension's token sent as proxy credentials opens its declared
 	// doors: checked with the gateway under that token.
 	p.CheckToken = func(ctx context.Context, tok string) (*tokens.Token, error) {
-		c := cfg.client()
+		c := cfg.client(a.stderr)
 		c.Token = tok
 		return c.SelfToken(ctx)
 	}

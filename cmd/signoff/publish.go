@@ -27,7 +27,7 @@ func publish(ctx context.Context, a *app, args []string) int {
 	if *persona == "" {
 		*persona = cfg.Persona
 	}
-	res, err := cfg.client().Publish(ctx, *persona, strings.Join(fs.Args(), " "))
+	res, err := cfg.client(a.stderr).Publish(ctx, *persona, strings.Join(fs.Args(), " "))
 	if err != nil {
 		return a.fail(err)
 	}

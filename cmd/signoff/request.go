@@ -47,7 +47,7 @@ func request(ctx context.Context, a *app, args []string) int {
 	if n.Persona == "" {
 		n.Persona = cfg.Persona
 	}
-	code, _ := ask(ctx, a, requester(cfg), n, cfg.verifier(a.stderr))
+	code, _ := ask(ctx, a, requester(cfg, a.stderr), n, cfg.verifier(a.stderr))
 	return code
 }
 

@@ -146,6 +146,7 @@ func serveWith(ctx context.Context, a *app, cfg *config) int {
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	registerPending(reg, store)
+	metrics := bot.NewMetrics(reg)
 	g := &bot.Gateway{
 		Store:      store,
 		Signer:     key,
@@ -153,7 +154,7 @@ func serveWith(ctx context.Context, a *app, cfg *config) int {
 		Audit:      audit,
 		Outbox:     store,
 		Channels:   map[bot.Platform]bot.Channel{},
-		Metrics:    bot.NewMetrics(reg),
+		Metrics:    metrics,
 		Logger:     log,
 	}
 	g.Grants = &grants.Maker{Store: store, Audit: audit}
@@ -212,8 +213,9 @@ func serveWith(ctx context.Context, a *app, cfg *config) int {
 		Classifier: classifier,
 		Checker:    &permissions.Checker{Personas: store, Classifier: classifier, Grants: store, Audit: audit, Requests: g, Notary: key},
 
-		AllowedHosts: hosts,
-		Limit:        limit,
+		AllowedHosts:  hosts,
+		Limit:         limit,
+		OnRateLimited: metrics.RateLimited,
 	}
 	if cfg.PprofListen != "" {
 		stop, err := startPprof(cfg.PprofListen, log)

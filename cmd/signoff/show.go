@@ -26,7 +26,7 @@ func show(ctx context.Context, a *app, args []string) int {
 	if err != nil {
 		return a.fail(err)
 	}
-	r, err := cfg.client().Get(ctx, fs.Arg(0))
+	r, err := cfg.client(a.stderr).Get(ctx, fs.Arg(0))
 	if err != nil {
 		return a.fail(err)
 	}

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"net/netip"
@@ -52,7 +53,7 @@ func tokensCmd(ctx context.Context, a *app, args []string) int {
 	if code, ok := parse(fs, args); !ok {
 		return code
 	}
-	adm, done, err := tokenAdmin(ctx)
+	adm, done, err := tokenAdmin(ctx, a.stderr)
 	if err != nil {
 		return a.fail(err)
 	}
@@ -140,7 +141,7 @@ func tokensCreate(ctx context.Context, a *app, args []string) int {
 // createAndPrint makes the token and prints it once, alone on the last
 // line of stdout (what a script captures); the rest goes to stderr.
 func createAndPrint(ctx context.Context, a *app, n httpapi.NewToken, asJSON bool) int {
-	adm, done, err := tokenAdmin(ctx)
+	adm, done, err := tokenAdmin(ctx, a.stderr)
 	if err != nil {
 		return a.fail(err)
 	}
@@ -177,7 +178,7 @@ func tokensRevoke(ctx context.Context, a *app, args []string) int {
 	if fs.NArg() != 1 {
 		return a.failf("usage: signoff tokens revoke NAME")
 	}
-	adm, done, err := tokenAdmin(ctx)
+	adm, done, err := tokenAdmin(ctx, a.stderr)
 	if err != nil {
 		return a.fail(err)
 	}
@@ -208,13 +209,13 @@ type admin interface {
 	RevokeToken(ctx context.Context, name string) error
 }
 
-func tokenAdmin(ctx context.Context) (admin, func(), error) {
+func tokenAdmin(ctx context.Context, stderr io.Writer) (admin, func(), error) {
 	cfg, err := loadConfig()
 	if err != nil {
 		return nil, nil, err
 	}
 	if cfg.RedisURL == "" {
-		return cfg.client(), func() {}, nil
+		return cfg.client(stderr), func() {}, nil
 	}
 	rdb, err := qredis.Open(cfg.RedisURL)
 	if err != nil {
@@ -336,9 +337,16 @@ func (c *config) resolveToken() error {
 }
 
 // client reaches the gateway at SIGNOFF_URL with the configured token.
-func (c *config) client() *httpapi.Client {
+// Its calls the gateway rate-limits are tried again after the wait it
+// asks for, each wait told on stderr (nil: not told).
+func (c *config) client(stderr io.Writer) *httpapi.Client {
 	cl := httpapi.NewClient(c.URL)
 	cl.Token = string(c.Token)
+	if stderr != nil {
+		cl.OnRetry = func(wait time.Duration, msg string) {
+			fmt.Fprintf(stderr, "signoff: the gateway is rate limiting this client (%s); trying again in %s\n", msg, wait)
+		}
+	}
 	return cl
 }
 

@@ -50,7 +50,7 @@ func vote(ctx context.Context, a *app, args []string, c bot.Choice) int {
 		return code
 	}
 
-	client := cfg.client()
+	client := cfg.client(a.stderr)
 	r, err := client.Get(ctx, fs.Arg(0))
 	if err != nil {
 		return a.fail(err)

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"io"
 
 	"github.com/signoff/signoff/bot"
 	"github.com/signoff/signoff/bot/httpapi"
@@ -15,8 +16,8 @@ func init() { commands["withdraw"] = withdraw }
 // SIGKILL, which it cannot catch — the gateway withdraws its request once
 // its long-poll has been gone for the grace period. Ctrl-C and SIGTERM
 // withdraw at once (agent.Await).
-func requester(cfg *config) *httpapi.Client {
-	c := cfg.client()
+func requester(cfg *config, stderr io.Writer) *httpapi.Client {
+	c := cfg.client(stderr)
 	c.WithdrawOnDisconnect = true
 	return c
 }
@@ -36,7 +37,7 @@ func withdraw(ctx context.Context, a *app, args []string) int {
 	if err != nil {
 		return a.fail(err)
 	}
-	r, err := cfg.client().Withdraw(ctx, fs.Arg(0), *reason)
+	r, err := cfg.client(a.stderr).Withdraw(ctx, fs.Arg(0), *reason)
 	if err != nil {
 		if bot.ErrorCode(err) == bot.EConflict {
 			fmt.Fprintf(a.stderr, "signoff: %s\n", bot.ErrorMessage(err))
