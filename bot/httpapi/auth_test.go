@@ -15,6 +15,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/signoff/signoff/bot"
 	"github.com/signoff/signoff/bot/bottest"
 	"github.com/signoff/signoff/bot/httpapi"
@@ -65,6 +67,8 @@ type authFixture struct {
 	api   *httpapi.Server
 	srv   *httptest.Server
 	clock time.Time
+	// metrics has the gateway's series; the server counts its 429s there.
+	metrics *prometheus.Registry
 }
 
 // authSetup serves the API with tokens on the real store, personas demo
@@ -98,6 +102,7 @@ func authSetup(t testing.TB) *authFixture {
 	if err != nil {
 		t.Fatal(err)
 	}
+	f.metrics = prometheus.NewRegistry()
 	f.api = &httpapi.Server{
 		Gateway: env.Gateway, Ready: env.Store.Ping, Metrics: ok,
 		Extra:        map[string]http.Handler{"POST /slack/events": ok, "POST /slack/interactions": ok, "POST /discord/interactions": ok},
@@ -109,6 +114,8 @@ func authSetup(t testing.TB) *authFixture {
 		Checker:      &permissions.Checker{Personas: env.Store, Classifier: risk.Default(), Grants: env.Store, Audit: env.Audit, Requests: env.Gateway},
 		AllowedHosts: []string{"signoff", "gateway.internal:8443"},
 		Limit:        limit,
+
+		OnRateLimited: bot.NewMetrics(f.metrics).RateLimited,
 	}
 	f.srv = httptest.NewServer(f.api.Handler())
 	t.Cleanup(f.srv.Close)

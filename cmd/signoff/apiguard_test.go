@@ -63,7 +63,9 @@ func TestServeRateLimitFromTheEnvironment(t *testing.T) {
 		t.Errorf("codes %v: want 200 × 3 then 429", codes)
 	}
 	code, out, errs := cli("pending")
-	if code == 0 || !strings.Contains(out+errs, "too many calls") || !strings.Contains(out+errs, "SIGNOFF_RATE_LIMIT") {
+	// Asked to wait 100s, more than a client waits: it fails at once.
+	if code == 0 || !strings.Contains(out+errs, "too many calls") || !strings.Contains(out+errs, "SIGNOFF_RATE_LIMIT") ||
+		!strings.Contains(errs, "more than the 30s signoff waits") {
 		t.Errorf("the CLI past the limit: %d %q %q, want a clear error", code, out, errs)
 	}
 }
