@@ -36,10 +36,10 @@ func NewClient(base string) *Client {
 	return &Client{BaseURL: strings.TrimRight(base, "/"), HTTP: &http.Client{}}
 }
 
-// A call refused with 429 was not done — not by any of the gateway's
-// limits: the per-client rate and the bad-token allowance answer before
-// the route is reached, the publish rate before anything is posted or
-// audited — so every call is tried again after the Retry-After it was
+// A call the gateway refused with 429 was not done, whichever limit
+// refused it: the per-client rate and the bad-token allowance answer
+// before the route is reached, the publish rate before anything is posted
+// or audited. So every call is tried again after the Retry-After it was
 // given, within these bounds and its context's deadline.
 const (
 	// RetryTries is how many times a call is tried again.
