@@ -59,7 +59,7 @@ func (s *Server) publish(w http.ResponseWriter, r *http.Request) {
 			if e, ok := errors.AsType[*bot.Error](err); ok {
 				d = e.RetryAfter
 			}
-			s.rateLimited(r, bot.LimitPublish, key, who, d, bot.ErrorMessage(err))
+			s.rateLimited(r, bot.LimitPublish, key, who, time.Duration(retrySeconds(d))*time.Second, bot.ErrorMessage(err))
 		}
 		s.fail(w, r, err)
 		return
