@@ -561,3 +561,90 @@ func TestGroupCommitScriptFailsAfterItsRecord(t *testing.T) {
 		})
 	}
 }
+
+// TestFileOnlyLogStillCommitsOneAtATime: a log with no shared chain (the
+// file alone) on a Redis store does not batch; votes at once are each
+// recorded once in a file that verifies.
+func TestFileOnlyLogStillCommitsOneAtATime(t *testing.T) {
+	p, people := committee(6)
+	srv := bottest.Start(t, "embedded")
+	rdb := srv.Client(t)
+	store := qredis.New(rdb, srv.Prefix)
+	ctx := context.Background()
+	if err := store.PutPersona(ctx, p); err != nil {
+		t.Fatal(err)
+	}
+	key := signing.NewKey()
+	path := filepath.Join(t.TempDir(), "audit.jsonl")
+	audit, err := signing.OpenAudit(path, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if audit.Batches() {
+		t.Fatal("a file-only log batches")
+	}
+	g := &bot.Gateway{Store: store, Signer: key, Audit: audit, Outbox: store, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}
+	if err := g.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { g.Close() })
+	env := &bottest.Env{Gateway: g, Store: store, Redis: rdb, Key: key, Audit: audit, AuditPath: path}
+	var reqs []*bot.Request
+	for i := range 4 {
+		reqs = append(reqs, env.Submit(t, bot.NewRequest{Persona: "demo", Action: fmt.Sprintf("deploy %d", i)}))
+	}
+	var wg sync.WaitGroup
+	for _, r := range reqs {
+		for _, m := range people {
+			b := ballot(t, m, r)
+			wg.Go(func() {
+				if out, err := g.CastVote(ctx, b); err != nil || out.Result != bot.Counted {
+					t.Errorf("vote = %+v, %v; want counted", out, err)
+				}
+			})
+		}
+	}
+	wg.Wait()
+	for _, r := range reqs {
+		if got := env.Await(t, r.ID); got.Status != bot.Approved {
+			t.Fatalf("%s: %s, want approved", r.ID, got.Status)
+		}
+	}
+	g.Close()
+	if err := audit.Close(); err != nil {
+		t.Fatal(err)
+	}
+	file, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep := signing.VerifyChain(bytes.NewReader(file), signing.VerifyOptions{Signer: key.PublicKey()})
+	if !rep.OK() || rep.Uncovered != 0 {
+		t.Fatalf("file: break %v, truncated %v, %d uncovered", rep.Break, rep.Truncated, rep.Uncovered)
+	}
+	var recs []signing.Record
+	for _, line := range bytes.Split(bytes.TrimSpace(file), []byte("\n")) {
+		var r signing.Record
+		if err := json.Unmarshal(line, &r); err != nil {
+			t.Fatal(err)
+		}
+		recs = append(recs, r)
+	}
+	n := voteRecords(recs)
+	decisions := 0
+	for _, r := range recs {
+		if r.Type == "decision" {
+			decisions++
+		}
+	}
+	for _, r := range reqs {
+		for _, m := range people {
+			if k := r.ID + " " + m.Key.PublicKey(); n[k] != 1 {
+				t.Errorf("%s: %d vote records, want 1", k, n[k])
+			}
+		}
+	}
+	if decisions != len(reqs) {
+		t.Errorf("%d decision records, want %d", decisions, len(reqs))
+	}
+}
