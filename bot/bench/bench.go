@@ -90,14 +90,22 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	if cfg.Progress == nil {
 		cfg.Progress = io.Discard
 	}
+	cfg.Progress = &lockedWriter{w: cfg.Progress} // the clients' 429 notices come from every goroutine
 	b := &run{cfg: cfg, tag: bot.NewID()[:6]}
 	// The waiter and the voter are different clients, as they are in
 	// life (the agent waits, a person answers): a parked wait's answer
 	// closes its connection, and sharing one pool would have every vote
 	// dial a new one.
 	b.hc = &http.Client{Transport: transport(2*cfg.Concurrency + 4)}
-	b.c = &httpapi.Client{BaseURL: cfg.URL, HTTP: b.hc, Token: cfg.Token}
-	b.wc = &httpapi.Client{BaseURL: cfg.URL, HTTP: &http.Client{Transport: transport(2*cfg.Concurrency + 4)}, Token: cfg.Token}
+	// A gateway that rate-limits the bench makes its calls wait (the
+	// client tries a 429 again after Retry-After): each wait is counted in
+	// the report and told on the progress line, as it skews the numbers.
+	onRetry := func(wait time.Duration, msg string) {
+		b.retries.Add(1)
+		fmt.Fprintf(b.cfg.Progress, "bench: the gateway is rate limiting the bench (%s); waiting %s — the numbers include it\n", msg, wait)
+	}
+	b.c = &httpapi.Client{BaseURL: cfg.URL, HTTP: b.hc, Token: cfg.Token, OnRetry: onRetry}
+	b.wc = &httpapi.Client{BaseURL: cfg.URL, HTTP: &http.Client{Transport: transport(2*cfg.Concurrency + 4)}, Token: cfg.Token, OnRetry: onRetry}
 	rep := &Report{Config: cfg, Machine: machine()}
 
 	fl, err := newFloor(ctx, cfg.Redis, cfg.Voters[0])
@@ -128,7 +136,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	if cfg.Audit != nil {
 		rep.Audit = b.checkAudit(ctx, cfg.Audit)
 	}
-	rep.Errors, rep.FirstErrors = b.errs.Load(), b.firstErrs
+	rep.Errors, rep.FirstErrors, rep.RateLimited = b.errs.Load(), b.firstErrs, b.retries.Load()
 	rep.Print(cfg.Out)
 	if rep.Errors > 0 {
 		return rep, fmt.Errorf("bench: %d lifecycles failed", rep.Errors)
@@ -158,6 +166,7 @@ type run struct {
 	mu        sync.Mutex
 	ids       []string // every request measured (warm-up excluded)
 	errs      atomic.Int64
+	retries   atomic.Int64 // calls the gateway refused 429 and the client waited out
 	firstErrs []string
 }
 
@@ -392,3 +401,15 @@ type AuditCheck struct {
 }
 
 func (a *AuditCheck) ok() bool { return a.Err == "" && a.Missing == 0 && a.Twice == 0 }
+
+// lockedWriter serializes writes to w.
+type lockedWriter struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+func (l *lockedWriter) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(p)
+}

@@ -103,3 +103,39 @@ func BenchmarkVotePath(b *testing.B) {
 		})
 	}
 }
+
+// TestRateLimitedRunSaysSo: against a gateway that rate-limits it, the
+// bench's calls wait out their 429s (the client tries again after
+// Retry-After), and the report counts them and says the timings include
+// those waits, rather than passing them off as the gateway's speed.
+func TestRateLimitedRunSaysSo(t *testing.T) {
+	srv := bottest.Start(t, "embedded")
+	owner := bottest.NewPerson("owner")
+	p := bot.Persona{Name: "bench", Owner: &bot.Person{Name: "owner", Identities: []bot.Identity{owner.Identity()}}, DenyQuorum: 1, Timeout: time.Hour}
+	env := bottest.NewOn(t, srv.Client(t), srv.Prefix, p, nil)
+	limit, err := httpapi.NewRateLimit(40, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	api := httptest.NewServer((&httpapi.Server{Gateway: env.Gateway, Limit: limit}).Handler())
+	t.Cleanup(api.Close)
+	var out, progress bytes.Buffer
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	rep, err := Run(ctx, Config{
+		URL: api.URL, Persona: "bench", Voters: []*signing.Key{owner.Key}, Redis: srv.Client(t),
+		Concurrency: 2, N: 2, Unloaded: 2, Out: &out, Progress: &progress,
+	})
+	if err != nil {
+		t.Fatalf("bench: %v\n%s", err, out.String())
+	}
+	if rep.RateLimited == 0 {
+		t.Fatalf("no call was rate limited at 40 a second, burst 2; the test limits nothing:\n%s", out.String())
+	}
+	if want := fmt.Sprintf("rate limited: %d calls answered 429 and waited out", rep.RateLimited); !bytes.Contains(out.Bytes(), []byte(want)) {
+		t.Errorf("the report does not say %q:\n%s", want, out.String())
+	}
+	if !bytes.Contains(progress.Bytes(), []byte("the gateway is rate limiting the bench")) {
+		t.Errorf("no progress line told of the waits:\n%s", progress.String())
+	}
+}

@@ -61,6 +61,9 @@ type Report struct {
 	Gateway     []string // the gateway's own account of the loaded phase
 	Errors      int64
 	FirstErrors []string
+	// RateLimited is how many calls the gateway answered 429 and the
+	// client waited out (their waits are in the numbers).
+	RateLimited int64
 }
 
 // Ratio is the unloaded vote path's median over the floor.
@@ -148,6 +151,9 @@ func (r *Report) Print(w io.Writer) {
 		}
 	}
 	fmt.Fprintf(w, "errors: %d\n", r.Errors)
+	if r.RateLimited > 0 {
+		fmt.Fprintf(w, "rate limited: %d calls answered 429 and waited out — the timings include those waits; run against a gateway without SIGNOFF_RATE_LIMIT\n", r.RateLimited)
+	}
 	for _, e := range r.FirstErrors {
 		fmt.Fprintf(w, "  %s\n", e)
 	}
