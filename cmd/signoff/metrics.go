@@ -6,6 +6,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/signoff/signoff/bot"
 	qredis "github.com/signoff/signoff/quorum/redis"
 )
 
@@ -23,4 +24,13 @@ func registerPending(reg prometheus.Registerer, store *qredis.Store) {
 		}
 		return float64(n)
 	}))
+}
+
+// registerWaiters counts the callers parked on this replica for a
+// decision: agents blocked on a person (hooks, `signoff request`, MCP
+// calls), as a replica's own number (the pending gauge is the fleet's).
+func registerWaiters(reg prometheus.Registerer, g *bot.Gateway) {
+	reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+		Name: "signoff_waiters", Help: "Callers waiting on this replica for a request's decision (long-polls, hooks, MCP calls).",
+	}, func() float64 { return float64(g.Waiting()) }))
 }

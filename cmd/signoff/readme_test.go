@@ -7,6 +7,7 @@ import (
 	"os/exec"
 	"strings"
 	"testing"
+	"time"
 )
 
 // readmeBlocks returns the fenced blocks of README.md whose info string is
@@ -64,17 +65,28 @@ func TestReadmeExamples(t *testing.T) {
 }
 
 // TestMetricsSeries: /metrics has the pending gauge (counting a waiting
-// request), every outcome and platform at zero from the start.
+// request), the replica's waiters (the agent blocked on it), every outcome
+// and platform at zero from the start.
 func TestMetricsSeries(t *testing.T) {
 	gateway(t, demoPersona)
 	id, _, code := startRequest(t, "--", "rm", "-rf", "/tmp/x")
-	resp, err := http.Get(os.Getenv("SIGNOFF_URL") + "/metrics")
-	if err != nil {
-		t.Fatal(err)
+	scrape := func() string {
+		resp, err := http.Get(os.Getenv("SIGNOFF_URL") + "/metrics")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return string(b)
 	}
-	b, _ := io.ReadAll(resp.Body)
-	resp.Body.Close()
+	// The agent's long-poll is parked a moment after its request exists.
+	b := scrape()
+	for deadline := time.Now().Add(10 * time.Second); !strings.Contains(b, "\nsignoff_waiters 1\n") && time.Now().Before(deadline); {
+		time.Sleep(20 * time.Millisecond)
+		b = scrape()
+	}
 	for _, want := range []string{
+		"\nsignoff_waiters 1\n",
 		"signoff_pending_requests 1",
 		`signoff_requests_total{outcome="withdrawn"} 0`, `signoff_requests_total{outcome="expired"} 0`,
 		`signoff_votes_total{result="duplicate"} 0`,

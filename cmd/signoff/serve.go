@@ -158,6 +158,7 @@ func serveWith(ctx context.Context, a *app, cfg *config) int {
 		Logger:     log,
 	}
 	g.Grants = &grants.Maker{Store: store, Audit: audit}
+	registerWaiters(reg, g)
 	plat, err := platforms(cfg, g, personas, key, log)
 	if err != nil {
 		return a.fail(err)
