@@ -65,6 +65,10 @@ func (g *Gateway) WaitFunc(ctx context.Context, id string, d time.Duration, done
 	raw, err := g.Store.Get(ctx, id)
 	r, err := g.describe(ctx, g.vouch(ctx, raw), err)
 	if err != nil || r.Status.Final() || d <= 0 {
+		// Answered here: a look a wake started meanwhile (between the add
+		// and this) finds it so and does nothing, rather than reading the
+		// request again for an answer nobody waits for.
+		w.state.Store(true)
 		g.hub.remove(w)
 		return r, nil, err
 	}
