@@ -89,7 +89,9 @@ func pct(ds []time.Duration, q int) time.Duration {
 	return s[i]
 }
 
-func dur(d time.Duration) string {
+// Dur prints d as the report does: µs below a millisecond, ms with two
+// decimals below a second.
+func Dur(d time.Duration) string {
 	switch {
 	case d < time.Millisecond:
 		return fmt.Sprintf("%dµs", d.Microseconds())
@@ -109,10 +111,10 @@ func (r *Report) Print(w io.Writer) {
 	fmt.Fprintf(w, "machine: %s\n", r.Machine)
 	f := &r.Floor
 	fmt.Fprintf(w, "floor (p50 of %d samples each, taken between the unloaded lifecycles):\n", len(f.HTTP))
-	fmt.Fprintf(w, "  loopback HTTP round trip      %8s   p99 %s (trivial handler, same body)\n", dur(pct(f.HTTP, 50)), dur(pct(f.HTTP, 99)))
-	fmt.Fprintf(w, "  verify one reaction           %8s   p99 %s (signing.ParseReaction, the gateway's verify: id hash + BIP-340 by %s)\n", dur(pct(f.Verify, 50)), dur(pct(f.Verify, 99)), signing.SchnorrLibrary())
-	fmt.Fprintf(w, "  Redis round trip (PING)       %8s   p99 %s\n", dur(pct(f.Redis, 50)), dur(pct(f.Redis, 99)))
-	fmt.Fprintf(w, "  floor                         %8s\n", dur(f.P50()))
+	fmt.Fprintf(w, "  loopback HTTP round trip      %8s   p99 %s (trivial handler, same body)\n", Dur(pct(f.HTTP, 50)), Dur(pct(f.HTTP, 99)))
+	fmt.Fprintf(w, "  verify one reaction           %8s   p99 %s (signing.ParseReaction, the gateway's verify: id hash + BIP-340 by %s)\n", Dur(pct(f.Verify, 50)), Dur(pct(f.Verify, 99)), signing.SchnorrLibrary())
+	fmt.Fprintf(w, "  Redis round trip (PING)       %8s   p99 %s\n", Dur(pct(f.Redis, 50)), Dur(pct(f.Redis, 99)))
+	fmt.Fprintf(w, "  floor                         %8s\n", Dur(f.P50()))
 	u := &r.Unloaded
 	fmt.Fprintf(w, "unloaded (%d lifecycles, one at a time):\n", u.Lifecycles)
 	r.phase(w, u)
@@ -121,7 +123,7 @@ func (r *Report) Print(w io.Writer) {
 	if c.N > 0 {
 		how = fmt.Sprintf("-n %d", c.N)
 	}
-	fmt.Fprintf(w, "loaded (concurrency %d, %s, took %s):\n", c.Concurrency, how, dur(l.Elapsed))
+	fmt.Fprintf(w, "loaded (concurrency %d, %s, took %s):\n", c.Concurrency, how, Dur(l.Elapsed))
 	fmt.Fprintf(w, "  lifecycles/s                  %8.0f   (%d lifecycles: create, wait, vote, waiter answered)\n", l.PerSecond(l.Lifecycles), l.Lifecycles)
 	fmt.Fprintf(w, "  votes/s (verified, counted)   %8.0f   (%d votes)\n", l.PerSecond(l.Votes), l.Votes)
 	r.phase(w, l)
@@ -138,7 +140,7 @@ func (r *Report) Print(w io.Writer) {
 			how = "btcec, each signature checked"
 		}
 		fmt.Fprintf(w, "  bench client signing reactions      %s each (unloaded p50, %s): ≈ %.2f of %d cores in the loaded phase\n",
-			dur(sign), how, cores, runtime.NumCPU())
+			Dur(sign), how, cores, runtime.NumCPU())
 	}
 	if a := r.Audit; a != nil {
 		switch {
@@ -157,13 +159,13 @@ func (r *Report) Print(w io.Writer) {
 	for _, e := range r.FirstErrors {
 		fmt.Fprintf(w, "  %s\n", e)
 	}
-	fmt.Fprintf(w, "ratio vote-p50/floor: %.2f (unloaded vote p50 %s over floor %s; target ≤ 1.3)\n", r.Ratio(), dur(pct(u.Vote, 50)), dur(f.P50()))
+	fmt.Fprintf(w, "ratio vote-p50/floor: %.2f (unloaded vote p50 %s over floor %s; target ≤ 1.3)\n", r.Ratio(), Dur(pct(u.Vote, 50)), Dur(f.P50()))
 }
 
 func (r *Report) phase(w io.Writer, p *Phase) {
-	fmt.Fprintf(w, "  vote path (reaction POST → answer)  p50 %8s  p99 %8s\n", dur(pct(p.Vote, 50)), dur(pct(p.Vote, 99)))
-	fmt.Fprintf(w, "  reaction → waiter                   p50 %8s  p99 %8s\n", dur(pct(p.Waiter, 50)), dur(pct(p.Waiter, 99)))
-	fmt.Fprintf(w, "  create (POST /v1/requests)          p50 %8s  p99 %8s\n", dur(pct(p.Create, 50)), dur(pct(p.Create, 99)))
+	fmt.Fprintf(w, "  vote path (reaction POST → answer)  p50 %8s  p99 %8s\n", Dur(pct(p.Vote, 50)), Dur(pct(p.Vote, 99)))
+	fmt.Fprintf(w, "  reaction → waiter                   p50 %8s  p99 %8s\n", Dur(pct(p.Waiter, 50)), Dur(pct(p.Waiter, 99)))
+	fmt.Fprintf(w, "  create (POST /v1/requests)          p50 %8s  p99 %8s\n", Dur(pct(p.Create, 50)), Dur(pct(p.Create, 99)))
 }
 
 // machine describes where the run happened.

@@ -241,8 +241,8 @@ func spawnGateway(ctx context.Context, a *app, cfg *config, bc *bench.Config, vo
 		}
 		return []string{
 			fmt.Sprintf("audit (%s): %d records in %d commits (%.1f a commit)", how, st.Records, st.Commits, per),
-			fmt.Sprintf("audit wait for the chain           p50 %8s  p99 %8s", benchDur(st.Wait50), benchDur(st.Wait99)),
-			fmt.Sprintf("audit commit round trip            p50 %8s  p99 %8s", benchDur(st.Commit50), benchDur(st.Commit99)),
+			fmt.Sprintf("audit wait for the chain           p50 %8s  p99 %8s", bench.Dur(st.Wait50), bench.Dur(st.Wait99)),
+			fmt.Sprintf("audit commit round trip            p50 %8s  p99 %8s", bench.Dur(st.Commit50), bench.Dur(st.Commit99)),
 		}
 	}
 	bc.Notes = append(bc.Notes,
@@ -294,15 +294,4 @@ func tail(path string) string {
 		s = "…" + s[len(s)-4000:]
 	}
 	return strings.TrimRight(s, "\n")
-}
-
-// benchDur prints d as the bench report does.
-func benchDur(d time.Duration) string {
-	switch {
-	case d < time.Millisecond:
-		return fmt.Sprintf("%dµs", d.Microseconds())
-	case d < time.Second:
-		return fmt.Sprintf("%.2fms", float64(d)/float64(time.Millisecond))
-	}
-	return d.Round(time.Millisecond).String()
 }
