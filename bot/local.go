@@ -129,9 +129,8 @@ func WithAfterResponse(ctx context.Context) (context.Context, *AfterResponse) {
 	return context.WithValue(ctx, afterKey{}, a), a
 }
 
-// Run starts the collected work, each on its own goroutine through the
-// gateway's background (so Close waits for it); once run, later work is
-// started at once.
+// Run runs the collected work (the gateway's hands each piece to its
+// background, so Close waits for it); once run, later work runs at once.
 func (a *AfterResponse) Run() {
 	a.mu.Lock()
 	fns := a.fns

@@ -5,74 +5,24 @@ import (
 	"fmt"
 	"runtime"
 	"strings"
-	"sync"
 	"testing"
 	"time"
-
-	goredis "github.com/redis/go-redis/v9"
 
 	"github.com/signoff/signoff/bot"
 	"github.com/signoff/signoff/bot/bottest"
 )
 
-// commandLog records the commands a real client sends, by name.
-type commandLog struct {
-	mu   sync.Mutex
-	on   bool
-	cmds []string
-}
-
-func (h *commandLog) DialHook(next goredis.DialHook) goredis.DialHook { return next }
-func (h *commandLog) ProcessHook(next goredis.ProcessHook) goredis.ProcessHook {
-	return func(ctx context.Context, cmd goredis.Cmder) error {
-		h.note(cmd)
-		return next(ctx, cmd)
-	}
-}
-func (h *commandLog) ProcessPipelineHook(next goredis.ProcessPipelineHook) goredis.ProcessPipelineHook {
-	return func(ctx context.Context, cmds []goredis.Cmder) error {
-		for _, c := range cmds {
-			h.note(c)
-		}
-		return next(ctx, cmds)
-	}
-}
-func (h *commandLog) note(c goredis.Cmder) {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	if h.on {
-		name := strings.ToUpper(c.Name())
-		if args := c.Args(); len(args) > 1 {
-			name += " " + fmt.Sprint(args[1])
-		}
-		if strings.HasPrefix(name, "HGETALL") && fromList() {
-			name = "HGETALL(list) " + name[len("HGETALL "):]
-		}
-		h.cmds = append(h.cmds, name)
-	}
-}
-
-// fromList: the command is sent by Store.List (the gateway's sweep lists
+// tagListReads marks a read sent by Store.List (the gateway's sweep lists
 // pending requests, reading each; not a read of the decision's own).
-func fromList() bool {
-	buf := make([]byte, 16<<10)
-	return strings.Contains(string(buf[:runtime.Stack(buf, false)]), "(*Store).List(")
-}
-
-func (h *commandLog) start() { h.mu.Lock(); h.on, h.cmds = true, nil; h.mu.Unlock() }
-
-// count says how many commands named name were sent with a first
-// argument holding arg.
-func (h *commandLog) count(name, arg string) int {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	n := 0
-	for _, c := range h.cmds {
-		if cmd, first, _ := strings.Cut(c, " "); cmd == name && strings.Contains(first, arg) {
-			n++
-		}
+func tagListReads(name string) string {
+	if !strings.HasPrefix(name, "HGETALL ") {
+		return name
 	}
-	return n
+	buf := make([]byte, 16<<10)
+	if strings.Contains(string(buf[:runtime.Stack(buf, false)]), "(*Store).List(") {
+		return "HGETALL(list) " + name[len("HGETALL "):]
+	}
+	return name
 }
 
 // TestLocalDecisionIsNotRacedByItsOwnEchoes: the step that decides
@@ -87,7 +37,7 @@ func TestLocalDecisionIsNotRacedByItsOwnEchoes(t *testing.T) {
 		t.Run(backend, func(t *testing.T) {
 			srv := bottest.Start(t, backend)
 			rdb := srv.Client(t)
-			log := &commandLog{}
+			log := &bottest.Commands{Tag: tagListReads}
 			rdb.AddHook(log)
 			owner := bottest.NewPerson("alice")
 			p := bot.Persona{Name: "p", Owner: &bot.Person{Name: "alice", Identities: []bot.Identity{owner.Identity()}}, DenyQuorum: 1, Timeout: time.Hour}
@@ -104,7 +54,7 @@ func TestLocalDecisionIsNotRacedByItsOwnEchoes(t *testing.T) {
 				}); err != nil || w == nil {
 					t.Fatalf("wait on %s: %v (waiter %v)", r.ID, err, w)
 				}
-				log.start()
+				log.Reset()
 				if out := env.React(t, owner, r, "✅"); out.Status != bot.Approved {
 					t.Fatalf("vote: %+v", out)
 				}
@@ -127,11 +77,11 @@ func TestLocalDecisionIsNotRacedByItsOwnEchoes(t *testing.T) {
 				// sealed, one by the outbox delivery; one EVALSHA to tally,
 				// one to append the decision's record, one to save the
 				// receipt, one by the delivery finding the record done.
-				if n := log.count("HGETALL", r.ID); n > 3 {
-					t.Errorf("decision %d: %d reads of the request (HGETALL), want 3: %v", i, n, log.cmds)
+				if n := log.Count("HGETALL", r.ID); n > 3 {
+					t.Errorf("decision %d: %d reads of the request (HGETALL), want 3: %v", i, n, log)
 				}
-				if n := log.count("EVALSHA", ""); n > 4 {
-					t.Errorf("decision %d: %d scripts run, want 4: %v", i, n, log.cmds)
+				if n := log.Count("EVALSHA", ""); n > 4 {
+					t.Errorf("decision %d: %d scripts run, want 4: %v", i, n, log)
 				}
 			}
 		})

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"strings"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -16,17 +15,6 @@ import (
 	qredis "github.com/signoff/signoff/quorum/redis"
 )
 
-// countingHook counts the commands a real client sends.
-type countingHook struct{ n atomic.Int64 }
-
-func (h *countingHook) DialHook(next goredis.DialHook) goredis.DialHook { return next }
-func (h *countingHook) ProcessHook(next goredis.ProcessHook) goredis.ProcessHook {
-	return func(ctx context.Context, cmd goredis.Cmder) error { h.n.Add(1); return next(ctx, cmd) }
-}
-func (h *countingHook) ProcessPipelineHook(next goredis.ProcessPipelineHook) goredis.ProcessPipelineHook {
-	return func(ctx context.Context, cmds []goredis.Cmder) error { h.n.Add(1); return next(ctx, cmds) }
-}
-
 // TestLookupOnTheCreatingReplicaNeedsNoRoundTrip: the replica that made a
 // request finds it from its event (and a message posted later) in memory;
 // another replica, and an unknown message, still ask Redis.
@@ -35,7 +23,7 @@ func TestLookupOnTheCreatingReplicaNeedsNoRoundTrip(t *testing.T) {
 		t.Run(backend, func(t *testing.T) {
 			srv := bottest.Start(t, backend)
 			rdb := srv.Client(t)
-			hook := &countingHook{}
+			hook := &bottest.Commands{}
 			rdb.AddHook(hook)
 			here := qredis.New(rdb, srv.Prefix)
 			other := srv.Store(t)
@@ -47,12 +35,12 @@ func TestLookupOnTheCreatingReplicaNeedsNoRoundTrip(t *testing.T) {
 				t.Fatal(err)
 			}
 			for _, ref := range []bot.MessageRef{r.Messages[0], later} {
-				before := hook.n.Load()
+				before := hook.Trips()
 				id, err := here.Lookup(ctx, ref)
 				if err != nil || id != r.ID {
 					t.Fatalf("lookup %s here = %q, %v; want %s", ref.Key(), id, err, r.ID)
 				}
-				if n := hook.n.Load() - before; n != 0 {
+				if n := hook.Trips() - before; n != 0 {
 					t.Errorf("lookup %s on the creating replica sent %d commands, want 0", ref.Key(), n)
 				}
 				if id, err := other.Lookup(ctx, ref); err != nil || id != r.ID {
@@ -75,7 +63,7 @@ func TestDecisiveAuditedVoteIsOneRoundTrip(t *testing.T) {
 		t.Run(backend, func(t *testing.T) {
 			srv := bottest.Start(t, backend)
 			rdb := srv.Client(t)
-			hook := &countingHook{}
+			hook := &bottest.Commands{}
 			rdb.AddHook(hook)
 			s := qredis.New(rdb, srv.Prefix)
 			ctx := context.Background()
@@ -83,14 +71,14 @@ func TestDecisiveAuditedVoteIsOneRoundTrip(t *testing.T) {
 			p := bot.Persona{Name: "p", Owner: &bot.Person{Name: "o", Identities: []bot.Identity{owner}}, DenyQuorum: 1}
 			for seq := uint64(1); seq <= 2; seq++ { // the first loads the script
 				r := newRequest(t, s, p)
-				before := hook.n.Load()
+				before := hook.Trips()
 				out, inChain, err := s.RecordVoteAudited(ctx, bot.Ballot{
 					RequestID: r.ID, Voter: owner, Choice: bot.Approve, Proof: bot.ProofSigned, DedupKey: "d" + r.ID, At: time.Now(),
 				}, bot.AuditRef{Seq: seq, Prev: fmt.Sprint("h", seq-1), Hash: fmt.Sprint("h", seq), Line: []byte(`{}`), Shared: true})
 				if err != nil || !out.Decided || !inChain || out.Status != bot.Approved {
 					t.Fatalf("owner's vote = %+v, in chain %v, %v; want approved, decided, in the chain", out, inChain, err)
 				}
-				if n := hook.n.Load() - before; seq == 2 && n != 1 {
+				if n := hook.Trips() - before; seq == 2 && n != 1 {
 					t.Errorf("the deciding vote sent %d commands, want 1", n)
 				}
 				if err := rdb.ZScore(ctx, srv.Prefix+":pending", r.ID).Err(); !errors.Is(err, goredis.Nil) {
