@@ -224,6 +224,10 @@ type VoteOutcome struct {
 	// Recorded is false when the answer was not stored: a duplicate, or
 	// an ignored answer past the store's limit on one request.
 	Recorded bool `json:"-"`
+	// Notified is true when the store's vote step itself told every
+	// gateway of the change (quorum/redis publishes it in the same
+	// script): the gateway does not tell them again.
+	Notified bool `json:"-"`
 }
 
 // Request is one ask for approval and everything that became of it.

@@ -455,7 +455,7 @@ func (g *Gateway) CastVote(ctx context.Context, b Ballot) (VoteOutcome, error) {
 	}
 	g.Metrics.vote(out.Result)
 	if !out.Decided {
-		if out.Recorded {
+		if out.Recorded && !out.Notified {
 			g.changed(ctx, id)
 		}
 		g.endLocal(id)

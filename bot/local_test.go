@@ -87,3 +87,103 @@ func TestLocalDecisionIsNotRacedByItsOwnEchoes(t *testing.T) {
 		})
 	}
 }
+
+// TestPendingVoteIsOneRoundTrip: a vote that leaves its request pending
+// is tallied, audited and announced to every replica's waiters in one
+// script: no PUBLISH of its own after it. A waiter on another replica
+// sharing the store still sees the vote at once.
+func TestPendingVoteIsOneRoundTrip(t *testing.T) {
+	for _, backend := range bottest.Backends() {
+		t.Run(backend, func(t *testing.T) {
+			p, people := committee(3)
+			srv := bottest.Start(t, backend)
+			rdb := srv.Client(t)
+			log := &bottest.Commands{Tag: tagListReads}
+			rdb.AddHook(log)
+			here := bottest.NewOn(t, rdb, srv.Prefix, p, nil)
+			there := bottest.NewOn(t, srv.Client(t), srv.Prefix, p, nil)
+			r := here.Submit(t, bot.NewRequest{Persona: "demo", Action: "deploy", Nonce: bot.NewNonce()})
+			for i, m := range people[:2] {
+				answered := make(chan *bot.Request, 1)
+				if _, w, err := there.Gateway.WaitFunc(context.Background(), r.ID, 10*time.Second, func(r *bot.Request, err error) {
+					if err != nil {
+						t.Errorf("wait: %v", err)
+					}
+					answered <- r
+				}); err != nil || w == nil {
+					t.Fatalf("wait on %s: %v (waiter %v)", r.ID, err, w)
+				}
+				log.Reset()
+				if out := here.React(t, m, r, "✅"); out.Result != bot.Counted || out.Decided {
+					t.Fatalf("vote %d: %+v, want counted, pending", i, out)
+				}
+				if n := log.Count("PUBLISH", ""); n != 0 {
+					t.Errorf("vote %d: %d PUBLISH commands after the vote's script, want 0 (the script announces it): %v", i, n, log)
+				}
+				select {
+				case got := <-answered:
+					if got == nil || got.Status != bot.Pending || len(got.Votes) != i+1 {
+						t.Fatalf("the other replica's waiter saw %+v, want pending with %d votes", got, i+1)
+					}
+				case <-time.After(10 * time.Second):
+					t.Fatalf("vote %d: the other replica's waiter was not answered", i)
+				}
+			}
+		})
+	}
+}
+
+// TestFinalChannelCarriesDecisionsOnly: WatchFinal, which the network
+// policy service follows, sees each decision once — by vote, and by the
+// step that decides without one (a withdrawal here; an expiry is the same
+// script) — and neither a vote that left its request pending nor a
+// decision's seal.
+func TestFinalChannelCarriesDecisionsOnly(t *testing.T) {
+	for _, backend := range bottest.Backends() {
+		t.Run(backend, func(t *testing.T) {
+			p, people := committee(2)
+			srv := bottest.Start(t, backend)
+			env := bottest.NewOn(t, srv.Client(t), srv.Prefix, p, nil)
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			final := make(chan string, 64)
+			ready := make(chan struct{})
+			go env.Store.WatchFinal(ctx, func(id string) {
+				if id == "" {
+					close(ready)
+					return
+				}
+				final <- id
+			})
+			<-ready
+			voted := env.Submit(t, bot.NewRequest{Persona: "demo", Action: "deploy 1", Nonce: bot.NewNonce()})
+			for _, m := range people {
+				env.React(t, m, voted, "✅")
+			}
+			env.Await(t, voted.ID)
+			withdrawn := env.Submit(t, bot.NewRequest{Persona: "demo", Action: "deploy 2", Nonce: bot.NewNonce()})
+			env.React(t, people[0], withdrawn, "✅")
+			if _, err := env.Gateway.Withdraw(ctx, withdrawn.ID, "changed my mind"); err != nil {
+				t.Fatal(err)
+			}
+			var got []string
+			timeout := time.After(10 * time.Second)
+			for len(got) < 2 {
+				select {
+				case id := <-final:
+					got = append(got, id)
+				case <-timeout:
+					t.Fatalf("final channel carried %v, want %s then %s", got, voted.ID, withdrawn.ID)
+				}
+			}
+			select {
+			case id := <-final:
+				got = append(got, id)
+			case <-time.After(300 * time.Millisecond):
+			}
+			if want := []string{voted.ID, withdrawn.ID}; fmt.Sprint(got) != fmt.Sprint(want) {
+				t.Errorf("final channel carried %v, want %v (each decision once, nothing else)", got, want)
+			}
+		})
+	}
+}

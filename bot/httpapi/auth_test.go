@@ -87,7 +87,7 @@ func authSetup(t testing.TB) *authFixture {
 	f := &authFixture{env: env}
 	ok := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(http.StatusNoContent) })
 	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
-	netsvc := &netpolicy.Service{Gateway: env.Gateway, Store: env.Store, Decisions: env.Store.Watch, Audit: env.Audit, Logger: quiet}
+	netsvc := &netpolicy.Service{Gateway: env.Gateway, Store: env.Store, Decisions: env.Store.WatchFinal, Audit: env.Audit, Logger: quiet}
 	if err := netsvc.Start(context.Background()); err != nil {
 		t.Fatal(err)
 	}

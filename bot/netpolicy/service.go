@@ -31,8 +31,10 @@ type Gateway interface {
 type Service struct {
 	Gateway Gateway
 	Store   Store
-	// Decisions is the gateway store's decision subscription
-	// (bot.Store.Watch): every decided request id, from any replica.
+	// Decisions is the gateway store's subscription to decisions alone
+	// (quorum/redis's WatchFinal): every decided request id, from any
+	// replica, fn("") as it is (re)made. Store.Watch also works, at the
+	// cost of a look at every vote's notice.
 	Decisions func(ctx context.Context, fn func(id string)) error
 	Boundary  *Boundary // nil: no boundary
 	Audit     bot.Auditor

@@ -34,7 +34,7 @@ func newWorld(t *testing.T, boundary string, quorum int) *world {
 	}
 	env := bottest.New(t, p, nil)
 	w := &world{env: env, alice: alice, bob: bob}
-	w.svc = &netpolicy.Service{Gateway: env.Gateway, Store: env.Store, Decisions: env.Store.Watch, Audit: env.Audit}
+	w.svc = &netpolicy.Service{Gateway: env.Gateway, Store: env.Store, Decisions: env.Store.WatchFinal, Audit: env.Audit}
 	if boundary != "" {
 		b, ps := netpolicy.ParseBoundary("boundary.txt", []byte(boundary))
 		if len(ps) > 0 {

@@ -41,7 +41,7 @@ func newDoorStack(t testing.TB, policy string) *doorStack {
 	alice := bottest.NewPerson("alice")
 	p := bot.Persona{Name: "demo", Owner: &bot.Person{Name: "alice", Identities: []bot.Identity{alice.Identity()}}, Timeout: time.Hour}
 	env := bottest.New(t, p, nil)
-	svc := &netpolicy.Service{Gateway: env.Gateway, Store: env.Store, Decisions: env.Store.Watch, Logger: quiet()}
+	svc := &netpolicy.Service{Gateway: env.Gateway, Store: env.Store, Decisions: env.Store.WatchFinal, Logger: quiet()}
 	if err := svc.Start(context.Background()); err != nil {
 		t.Fatal(err)
 	}

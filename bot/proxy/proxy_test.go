@@ -44,7 +44,7 @@ func newStack(t testing.TB, policy string, tweak func(*proxy.Proxy)) *stack {
 	alice := bottest.NewPerson("alice")
 	p := bot.Persona{Name: "demo", Owner: &bot.Person{Name: "alice", Identities: []bot.Identity{alice.Identity()}}, Timeout: time.Hour}
 	env := bottest.New(t, p, nil)
-	svc := &netpolicy.Service{Gateway: env.Gateway, Store: env.Store, Decisions: env.Store.Watch, Logger: quiet()}
+	svc := &netpolicy.Service{Gateway: env.Gateway, Store: env.Store, Decisions: env.Store.WatchFinal, Logger: quiet()}
 	if err := svc.Start(context.Background()); err != nil {
 		t.Fatal(err)
 	}

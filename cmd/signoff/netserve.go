@@ -16,7 +16,7 @@ import (
 // the policy file as the first (or an edited) revision, the watch that
 // applies approvals. The caller closes it.
 func startNetwork(ctx context.Context, cfg *config, g *bot.Gateway, store *qredis.Store, audit bot.Auditor, log *slog.Logger) (*netpolicy.Service, error) {
-	svc := &netpolicy.Service{Gateway: g, Store: store, Decisions: store.Watch, Audit: audit, Logger: log}
+	svc := &netpolicy.Service{Gateway: g, Store: store, Decisions: store.WatchFinal, Audit: audit, Logger: log}
 	if cfg.NetBoundary != "" {
 		data, err := os.ReadFile(cfg.NetBoundary)
 		if err != nil {

@@ -17,9 +17,16 @@ import goredis "github.com/redis/go-redis/v9"
 // A choice of "always" is an approval; when the votes that decide are all
 // "always" (the owner's, or approvalQuorum members'), the request is marked
 // always=1 and grant is 1.
+//
+// It publishes the request's id on ARGV[8] when it stored the answer (a
+// vote counted or an answer ignored, the request still pending or already
+// decided): waiters on every replica look again, with no round trip of
+// its own after the vote's. A decision is published there and also on
+// ARGV[8]..':final' (finalChannel), which carries nothing else.
 var voteScript = goredis.NewScript(voteLua)
 
 const voteLua = `
+local function vote()
 local status = redis.call('HGET', KEYS[1], 'status')
 if not status then return {'missing', '', '', 0, 0} end
 if ARGV[1] ~= '' and redis.call('SADD', KEYS[4], ARGV[1]) == 0 then
@@ -40,6 +47,7 @@ local function finish(st, by, reason)
   local ttl = tonumber(ARGV[10])
   for i = 1, 4 do redis.call('EXPIRE', KEYS[i], ttl) end
   redis.call('PUBLISH', ARGV[8], ARGV[9])
+  redis.call('PUBLISH', ARGV[8] .. ':final', ARGV[9])
 end
 local function approving(c) return c == 'approve' or c == 'always' end
 if status ~= 'pending' then
@@ -103,6 +111,10 @@ if approving(ARGV[4]) and aq > 0 and #approvers >= aq then
   return {'counted', '', 'approved', 1, recorded, 0}
 end
 return {'counted', '', status, 0, recorded}
+end
+local res = vote()
+if res[4] == 0 and res[5] == 1 then redis.call('PUBLISH', ARGV[8], ARGV[9]) end
+return res
 `
 
 // resolveScript decides a pending request without a vote (no owner, no
@@ -118,5 +130,6 @@ redis.call('HSET', KEYS[1], 'status', ARGV[1], 'decided_at', ARGV[3], 'decided_b
 local ttl = tonumber(ARGV[6])
 for i = 1, 4 do redis.call('EXPIRE', KEYS[i], ttl) end
 redis.call('PUBLISH', ARGV[4], ARGV[5])
+redis.call('PUBLISH', ARGV[4] .. ':final', ARGV[5])
 return 1
 `)

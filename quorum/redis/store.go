@@ -68,6 +68,10 @@ func (s *Store) requestKeys(id string) []string {
 
 func (s *Store) channel() string { return s.key("decided") }
 
+// finalChannel carries each decision's id, once, as it is made (the
+// scripts that decide publish it there too); no votes, no seals.
+func (s *Store) finalChannel() string { return s.channel() + ":final" }
+
 // DecisionChannel is the pub/sub channel every decision is published on.
 func (s *Store) DecisionChannel() string { return s.channel() }
 
@@ -449,6 +453,7 @@ func (s *Store) voteResult(ctx context.Context, id string, script *goredis.Scrip
 		return out, 0, bot.ErrAuditConflict
 	}
 	out.Result = bot.Result(result)
+	out.Notified = true // both vote scripts publish what they store
 	out.Reason, _ = res[1].(string)
 	st, _ := res[2].(string)
 	out.Status = bot.Status(st)
@@ -527,7 +532,18 @@ func (s *Store) Due(ctx context.Context, now time.Time) ([]string, error) {
 // were missed, so waiters should look again — then fn(id) for each
 // decision, until ctx ends.
 func (s *Store) Watch(ctx context.Context, fn func(id string)) error {
-	ps := s.rdb.Subscribe(ctx, s.channel())
+	return s.watch(ctx, s.channel(), fn)
+}
+
+// WatchFinal is Watch for decisions alone: fn(id) once per request
+// decided (approved, denied, expired or withdrawn), never for a vote that
+// left it pending or for its seal; fn("") as the subscription is (re)made.
+func (s *Store) WatchFinal(ctx context.Context, fn func(id string)) error {
+	return s.watch(ctx, s.finalChannel(), fn)
+}
+
+func (s *Store) watch(ctx context.Context, channel string, fn func(id string)) error {
+	ps := s.rdb.Subscribe(ctx, channel)
 	defer ps.Close()
 	if _, err := ps.Receive(ctx); err != nil {
 		return unavailable("subscribe", err)
