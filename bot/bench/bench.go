@@ -54,6 +54,9 @@ type Config struct {
 	Notes []string
 	// CPUProfile, when set, receives a CPU profile of the loaded phase.
 	CPUProfile io.Writer
+	// GatewayHere: the gateway runs in this process (bench --spawn), so
+	// the process's CPU time less the client's is the gateway's.
+	GatewayHere bool
 	// Loaded, when set, is called as the loaded phase starts, and Gateway
 	// after it: lines on the gateway's side of that phase, for the report
 	// (bench --spawn: how its audit records waited for the chain).
@@ -64,7 +67,16 @@ type Config struct {
 // Run measures the floor, the unloaded vote path and the loaded phase,
 // prints the report and returns it. A lifecycle that failed is counted
 // and the first few are printed; Run's error says whether any did.
-func Run(ctx context.Context, cfg Config) (*Report, error) {
+func Run(ctx context.Context, cfg Config) (rep *Report, err error) {
+	// Everything the client starts carries its label, so that the loaded
+	// phase's profile tells its CPU from the gateway's.
+	pprof.Do(ctx, pprof.Labels(clientLabel, "client"), func(ctx context.Context) {
+		rep, err = run1(ctx, cfg)
+	})
+	return rep, err
+}
+
+func run1(ctx context.Context, cfg Config) (*Report, error) {
 	if cfg.Concurrency <= 0 {
 		cfg.Concurrency = 1
 	}
@@ -330,11 +342,9 @@ func (b *run) loaded(ctx context.Context, rep *Report) error {
 		}
 		return time.Now().Before(deadline)
 	}
-	if b.cfg.CPUProfile != nil {
-		if err := pprof.StartCPUProfile(b.cfg.CPUProfile); err != nil {
-			return fmt.Errorf("cpu profile: %w", err)
-		}
-		defer pprof.StopCPUProfile()
+	meter, err := startCPU(ctx, b.cfg.Redis, b.cfg.CPUProfile)
+	if err != nil {
+		return err
 	}
 	var (
 		started, finished atomic.Int64
@@ -385,6 +395,7 @@ func (b *run) loaded(ctx context.Context, rep *Report) error {
 	}
 	wg.Wait()
 	p.Elapsed = time.Since(start)
+	rep.CPU = meter.stop(ctx, b.cfg.GatewayHere)
 	close(stopProgress)
 	pwg.Wait()
 	return nil

@@ -57,6 +57,7 @@ type Report struct {
 	Floor       FloorStats
 	Unloaded    Phase
 	Loaded      Phase
+	CPU         CPU // of the loaded phase
 	Audit       *AuditCheck
 	Gateway     []string // the gateway's own account of the loaded phase
 	Errors      int64
@@ -127,6 +128,7 @@ func (r *Report) Print(w io.Writer) {
 	fmt.Fprintf(w, "  lifecycles/s                  %8.0f   (%d lifecycles: create, wait, vote, waiter answered)\n", l.PerSecond(l.Lifecycles), l.Lifecycles)
 	fmt.Fprintf(w, "  votes/s (verified, counted)   %8.0f   (%d votes)\n", l.PerSecond(l.Votes), l.Votes)
 	r.phase(w, l)
+	r.CPU.print(w, l, runtime.NumCPU())
 	for _, g := range r.Gateway {
 		fmt.Fprintf(w, "  %s\n", g)
 	}

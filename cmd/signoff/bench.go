@@ -227,6 +227,7 @@ func spawnGateway(ctx context.Context, a *app, cfg *config, bc *bench.Config, vo
 	}
 	stops = append(stops, func() { rdb.Close() })
 	bc.Redis, bc.Audit, bc.Persona = rdb, qredis.New(rdb, "signoff"), "bench"
+	bc.GatewayHere = true
 	// audit is set: the gateway opens its log before it listens.
 	bc.Loaded = audit.ResetStats
 	bc.Gateway = func() []string {

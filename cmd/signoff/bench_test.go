@@ -37,6 +37,11 @@ func TestBenchSpawn(t *testing.T) {
 		"votes/s (verified, counted)",
 		"errors: 0",
 		"ratio vote-p50/floor: ",
+		"cpu, this process",
+		"    bench client",
+		"    gateway",
+		"cpu, redis-server",
+		"gateway + Redis: ",
 	} {
 		if !strings.Contains(report, field) {
 			t.Errorf("report has no %q:\n%s", field, report)
@@ -45,6 +50,9 @@ func TestBenchSpawn(t *testing.T) {
 	// 20 unloaded + 200 loaded requests, each decided once.
 	if !regexp.MustCompile(`decided exactly once: yes — 220 requests, 220 decision records`).MatchString(report) {
 		t.Errorf("not every request decided exactly once:\n%s", report)
+	}
+	if strings.Contains(report, "  cpu: ") {
+		t.Errorf("a part of the CPU account is missing:\n%s", report)
 	}
 	if !regexp.MustCompile(`\(200 lifecycles`).MatchString(report) {
 		t.Errorf("loaded phase did not run 200 lifecycles:\n%s", report)
