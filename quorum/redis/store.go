@@ -264,10 +264,32 @@ func (s *Store) Get(ctx context.Context, id string) (*bot.Request, error) {
 	return rs[0], nil
 }
 
+// requestFields are the fields of a request's hash that a read decodes;
+// getMany asks Redis for these only (HMGET), in this order, not for the
+// persona snapshot and the outbox's bookkeeping beside them.
+var requestFields = []string{"doc", "status", "decided_at", "decided_by", "reason", "always", "receipt"}
+
+// fields is a request hash's requestFields ("" when absent).
+type fields struct {
+	doc, status, decidedAt, decidedBy, reason, always, receipt string
+}
+
+func fieldsOf(vals []any) fields {
+	s := func(i int) string {
+		if i < len(vals) {
+			if v, ok := vals[i].(string); ok {
+				return v
+			}
+		}
+		return ""
+	}
+	return fields{doc: s(0), status: s(1), decidedAt: s(2), decidedBy: s(3), reason: s(4), always: s(5), receipt: s(6)}
+}
+
 // getMany loads requests in one round trip; a missing one is nil.
 func (s *Store) getMany(ctx context.Context, ids []string) ([]*bot.Request, error) {
 	type cmds struct {
-		h     *goredis.MapStringStringCmd
+		h     *goredis.SliceCmd
 		votes *goredis.StringSliceCmd
 		msgs  *goredis.StringSliceCmd
 	}
@@ -275,7 +297,7 @@ func (s *Store) getMany(ctx context.Context, ids []string) ([]*bot.Request, erro
 	_, err := s.rdb.Pipelined(ctx, func(pl goredis.Pipeliner) error {
 		for i, id := range ids {
 			k := s.requestKeys(id)
-			all[i] = cmds{pl.HGetAll(ctx, k[0]), pl.LRange(ctx, k[1], 0, -1), pl.LRange(ctx, k[4], 0, -1)}
+			all[i] = cmds{pl.HMGet(ctx, k[0], requestFields...), pl.LRange(ctx, k[1], 0, -1), pl.LRange(ctx, k[4], 0, -1)}
 		}
 		return nil
 	})
@@ -284,11 +306,11 @@ func (s *Store) getMany(ctx context.Context, ids []string) ([]*bot.Request, erro
 	}
 	out := make([]*bot.Request, len(ids))
 	for i, c := range all {
-		h := c.h.Val()
-		if len(h) == 0 || h["doc"] == "" {
+		f := fieldsOf(c.h.Val())
+		if f.doc == "" {
 			continue
 		}
-		r, err := decodeRequest(h, c.votes.Val(), c.msgs.Val())
+		r, err := decodeRequest(f, c.votes.Val(), c.msgs.Val())
 		if err != nil {
 			return nil, fmt.Errorf("decode request %s: %w", ids[i], err)
 		}
@@ -297,22 +319,22 @@ func (s *Store) getMany(ctx context.Context, ids []string) ([]*bot.Request, erro
 	return out, nil
 }
 
-func decodeRequest(h map[string]string, votes, msgs []string) (*bot.Request, error) {
+func decodeRequest(f fields, votes, msgs []string) (*bot.Request, error) {
 	var r bot.Request
-	if err := json.Unmarshal([]byte(h["doc"]), &r); err != nil {
+	if err := json.Unmarshal([]byte(f.doc), &r); err != nil {
 		return nil, err
 	}
-	r.Status = bot.Status(h["status"])
-	if ms, err := strconv.ParseInt(h["decided_at"], 10, 64); err == nil {
+	r.Status = bot.Status(f.status)
+	if ms, err := strconv.ParseInt(f.decidedAt, 10, 64); err == nil {
 		t := time.UnixMilli(ms).UTC()
 		r.DecidedAt = &t
 	}
-	if by := h["decided_by"]; by != "" {
+	if by := f.decidedBy; by != "" {
 		r.DecidedBy = strings.Split(by, "\n")
 	}
-	r.DecisionReason = h["reason"]
-	r.Always = h["always"] == "1"
-	if rc := h["receipt"]; rc != "" {
+	r.DecisionReason = f.reason
+	r.Always = f.always == "1"
+	if rc := f.receipt; rc != "" {
 		r.Receipt = json.RawMessage(rc)
 	}
 	r.Votes = make([]bot.Vote, 0, len(votes))
