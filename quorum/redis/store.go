@@ -42,6 +42,10 @@ type Store struct {
 
 	mu       sync.Mutex
 	personas map[string]bot.Persona // request id → persona snapshot (immutable)
+
+	// decoded keeps what reads decoded, so the next read of a request
+	// decodes only its new votes; nil decodes every read afresh.
+	decoded *decodeCache
 }
 
 var _ bot.Store = (*Store)(nil)
@@ -52,7 +56,7 @@ func New(rdb goredis.UniversalClient, prefix string) *Store {
 	if prefix == "" {
 		prefix = "signoff"
 	}
-	return &Store{rdb: rdb, prefix: prefix, Retention: 30 * 24 * time.Hour, personas: map[string]bot.Persona{}}
+	return &Store{rdb: rdb, prefix: prefix, Retention: 30 * 24 * time.Hour, personas: map[string]bot.Persona{}, decoded: newDecodeCache(maxDecoded, maxDecodedBytes)}
 }
 
 // Client returns the underlying client.
@@ -308,56 +312,16 @@ func (s *Store) getMany(ctx context.Context, ids []string) ([]*bot.Request, erro
 	for i, c := range all {
 		f := fieldsOf(c.h.Val())
 		if f.doc == "" {
+			s.decoded.drop(ids[i])
 			continue
 		}
-		r, err := decodeRequest(f, c.votes.Val(), c.msgs.Val())
+		r, err := s.decoded.decode(ids[i], f, c.votes.Val(), c.msgs.Val())
 		if err != nil {
 			return nil, fmt.Errorf("decode request %s: %w", ids[i], err)
 		}
 		out[i] = r
 	}
 	return out, nil
-}
-
-func decodeRequest(f fields, votes, msgs []string) (*bot.Request, error) {
-	var r bot.Request
-	if err := json.Unmarshal([]byte(f.doc), &r); err != nil {
-		return nil, err
-	}
-	r.Status = bot.Status(f.status)
-	if ms, err := strconv.ParseInt(f.decidedAt, 10, 64); err == nil {
-		t := time.UnixMilli(ms).UTC()
-		r.DecidedAt = &t
-	}
-	if by := f.decidedBy; by != "" {
-		r.DecidedBy = strings.Split(by, "\n")
-	}
-	r.DecisionReason = f.reason
-	r.Always = f.always == "1"
-	if rc := f.receipt; rc != "" {
-		r.Receipt = json.RawMessage(rc)
-	}
-	r.Votes = make([]bot.Vote, 0, len(votes))
-	for _, line := range votes {
-		parts := strings.SplitN(line, "\n", 3)
-		if len(parts) != 3 {
-			continue
-		}
-		var v bot.Vote
-		if err := json.Unmarshal([]byte(parts[2]), &v); err != nil {
-			continue
-		}
-		v.Result, v.Why = bot.Result(parts[0]), parts[1]
-		r.Votes = append(r.Votes, v)
-	}
-	r.Messages = r.Messages[:0]
-	for _, m := range msgs {
-		var ref bot.MessageRef
-		if json.Unmarshal([]byte(m), &ref) == nil {
-			r.Messages = append(r.Messages, ref)
-		}
-	}
-	return &r, nil
 }
 
 // List returns pending requests by deadline, or with another status (or
