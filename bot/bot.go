@@ -269,6 +269,11 @@ type Request struct {
 	// Escalated is set only on the copy of a request an escalation hands
 	// to Channel.Post: the re-post pings these people. Never stored.
 	Escalated *Escalated `json:"-"`
+	// Seen is how many answers the store held when it read the request
+	// (Votes may show fewer: a malformed line is skipped). A long-poll
+	// that was answered with it passes it back (WaitFunc's seen), so the
+	// gateway knows what it has seen. Not part of the request's JSON.
+	Seen int `json:"-"`
 }
 
 // Escalated is who an escalation calls on and what the request still needs.

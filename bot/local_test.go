@@ -3,27 +3,12 @@ package bot_test
 import (
 	"context"
 	"fmt"
-	"runtime"
-	"strings"
 	"testing"
 	"time"
 
 	"github.com/signoff/signoff/bot"
 	"github.com/signoff/signoff/bot/bottest"
 )
-
-// tagListReads marks a read sent by Store.List (the gateway's sweep lists
-// pending requests, reading each; not a read of the decision's own).
-func tagListReads(name string) string {
-	if !strings.HasPrefix(name, "HGETALL ") {
-		return name
-	}
-	buf := make([]byte, 16<<10)
-	if strings.Contains(string(buf[:runtime.Stack(buf, false)]), "(*Store).List(") {
-		return "HGETALL(list) " + name[len("HGETALL "):]
-	}
-	return name
-}
 
 // TestLocalDecisionIsNotRacedByItsOwnEchoes: the step that decides
 // publishes a change notice and enqueues the decision in the outbox. On
@@ -37,7 +22,7 @@ func TestLocalDecisionIsNotRacedByItsOwnEchoes(t *testing.T) {
 		t.Run(backend, func(t *testing.T) {
 			srv := bottest.Start(t, backend)
 			rdb := srv.Client(t)
-			log := &bottest.Commands{Tag: tagListReads}
+			log := &bottest.Commands{Tag: bottest.TagListReads}
 			rdb.AddHook(log)
 			owner := bottest.NewPerson("alice")
 			p := bot.Persona{Name: "p", Owner: &bot.Person{Name: "alice", Identities: []bot.Identity{owner.Identity()}}, DenyQuorum: 1, Timeout: time.Hour}
@@ -46,7 +31,7 @@ func TestLocalDecisionIsNotRacedByItsOwnEchoes(t *testing.T) {
 				r := env.Submit(t, bot.NewRequest{Persona: "p", Action: fmt.Sprint("deploy ", i), Nonce: bot.NewNonce()})
 				answered := make(chan *bot.Request, 1)
 				ctx := context.Background()
-				if _, w, err := env.Gateway.WaitFunc(ctx, r.ID, 10*time.Second, func(r *bot.Request, err error) {
+				if _, w, err := env.Gateway.WaitFunc(ctx, r.ID, 10*time.Second, -1, func(r *bot.Request, err error) {
 					if err != nil {
 						t.Errorf("wait: %v", err)
 					}
@@ -98,14 +83,14 @@ func TestPendingVoteIsOneRoundTrip(t *testing.T) {
 			p, people := committee(3)
 			srv := bottest.Start(t, backend)
 			rdb := srv.Client(t)
-			log := &bottest.Commands{Tag: tagListReads}
+			log := &bottest.Commands{Tag: bottest.TagListReads}
 			rdb.AddHook(log)
 			here := bottest.NewOn(t, rdb, srv.Prefix, p, nil)
 			there := bottest.NewOn(t, srv.Client(t), srv.Prefix, p, nil)
 			r := here.Submit(t, bot.NewRequest{Persona: "demo", Action: "deploy", Nonce: bot.NewNonce()})
 			for i, m := range people[:2] {
 				answered := make(chan *bot.Request, 1)
-				if _, w, err := there.Gateway.WaitFunc(context.Background(), r.ID, 10*time.Second, func(r *bot.Request, err error) {
+				if _, w, err := there.Gateway.WaitFunc(context.Background(), r.ID, 10*time.Second, -1, func(r *bot.Request, err error) {
 					if err != nil {
 						t.Errorf("wait: %v", err)
 					}

@@ -16,7 +16,7 @@ func (g *Gateway) Wait(ctx context.Context, id string, d time.Duration) (*Reques
 		err error
 	}
 	ch := make(chan answer, 1)
-	r, w, err := g.WaitFunc(ctx, id, d, func(r *Request, err error) { ch <- answer{r, err} })
+	r, w, err := g.WaitFunc(ctx, id, d, -1, func(r *Request, err error) { ch <- answer{r, err} })
 	if w == nil {
 		return r, err
 	}
@@ -42,6 +42,7 @@ type Waiter struct {
 	in    bool        // in the hub; guarded by hub.mu
 	held  bool        // WaitHeldFunc: the requester's own wait
 	holds int64       // its Hold count when it began
+	seen  int         // the Request.Seen its caller has seen; -1: none
 
 	mu      sync.Mutex // serializes looks
 	tmu     sync.Mutex // guards the timers
@@ -59,12 +60,26 @@ const waitLookTimeout = 10 * time.Second
 // is returned with a nil *Waiter and done is never called. Otherwise done
 // is called exactly once, on another goroutine, with what Wait would
 // return — unless Stop is called first.
-func (g *Gateway) WaitFunc(ctx context.Context, id string, d time.Duration, done func(*Request, error)) (*Request, *Waiter, error) {
-	w := &Waiter{g: g, id: id, done: done}
+//
+// seen, when not negative, is the Request.Seen of the caller's last
+// answer on id: a request that changed since (a vote stored meanwhile) is
+// answered at once, and one that did not is parked after a look at its
+// status and its count of answers alone (ChangeStore), not a read of it
+// all.
+func (g *Gateway) WaitFunc(ctx context.Context, id string, d time.Duration, seen int, done func(*Request, error)) (*Request, *Waiter, error) {
+	w := &Waiter{g: g, id: id, done: done, seen: seen}
 	g.hub.add(w) // before the read, so a decision in between still wakes us
+	if cs, ok := g.Store.(ChangeStore); ok && seen >= 0 && d > 0 {
+		if same, err := cs.Unchanged(ctx, id, seen); err == nil && same {
+			return nil, w.park(d), nil
+		}
+	}
 	raw, err := g.Store.Get(ctx, id)
+	// Changed since seen: a vote stored while it still pends (a decision
+	// being sealed reads pending, and is answered once sealed).
+	changed := err == nil && seen >= 0 && raw.Status == Pending && raw.Seen != seen
 	r, err := g.describe(ctx, g.vouch(ctx, raw), err)
-	if err != nil || r.Status.Final() || d <= 0 {
+	if err != nil || r.Status.Final() || d <= 0 || changed {
 		// Answered here: a look a wake started meanwhile (between the add
 		// and this) finds it so and does nothing, rather than reading the
 		// request again for an answer nobody waits for.
@@ -72,27 +87,33 @@ func (g *Gateway) WaitFunc(ctx context.Context, id string, d time.Duration, done
 		g.hub.remove(w)
 		return r, nil, err
 	}
+	return nil, w.park(d), nil
+}
+
+// park starts w's timer: it is answered by a wake, or as it stands once d
+// has passed.
+func (w *Waiter) park(d time.Duration) *Waiter {
 	w.tmu.Lock()
 	if !w.state.Load() { // not already answered by a wake
 		w.timer = time.AfterFunc(d, w.expire)
 	}
 	w.tmu.Unlock()
-	return nil, w, nil
+	return w
 }
 
 // WaitHeldFunc is WaitHeld for a parked caller: the same as WaitFunc,
 // and Gone (the requester's connection went away) withdraws the request
 // unless a new long-poll on it begins within WithdrawGrace.
-func (g *Gateway) WaitHeldFunc(ctx context.Context, id string, d time.Duration, done func(*Request, error)) (*Request, *Waiter, error) {
+func (g *Gateway) WaitHeldFunc(ctx context.Context, id string, d time.Duration, seen int, done func(*Request, error)) (*Request, *Waiter, error) {
 	hs, ok := g.Store.(HoldStore)
 	if !ok {
-		return g.WaitFunc(ctx, id, d, done)
+		return g.WaitFunc(ctx, id, d, seen, done)
 	}
 	n, err := hs.Hold(ctx, id)
 	if err != nil {
 		return nil, nil, err
 	}
-	r, w, err := g.WaitFunc(ctx, id, d, done)
+	r, w, err := g.WaitFunc(ctx, id, d, seen, done)
 	if w != nil {
 		w.held, w.holds = true, n
 	}
@@ -169,6 +190,9 @@ func (w *Waiter) look() {
 	ctx, cancel := context.WithTimeout(context.Background(), waitLookTimeout)
 	defer cancel()
 	raw, err := g.Store.Get(ctx, w.id)
+	if err == nil && w.seen >= 0 && raw.Status == Pending && raw.Seen == w.seen {
+		return // a late notice of a change its caller has seen: still parked
+	}
 	sealing := err == nil && raw.Status.Final() && len(raw.Receipt) == 0 && g.notary() != nil
 	r, err := g.describe(ctx, g.vouch(ctx, raw), err)
 	if err != nil || !sealing {

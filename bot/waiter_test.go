@@ -35,7 +35,7 @@ func TestWaitFuncAnswersEachWaiterOnce(t *testing.T) {
 	for i := range reqs {
 		reqs[i] = env.Submit(t, bot.NewRequest{Persona: "demo", Action: "deploy"})
 		for range 2 { // two waiters on each
-			if _, w, err := env.Gateway.WaitFunc(ctx, reqs[i].ID, time.Minute, func(r *bot.Request, err error) {
+			if _, w, err := env.Gateway.WaitFunc(ctx, reqs[i].ID, time.Minute, -1, func(r *bot.Request, err error) {
 				if err != nil {
 					t.Error(err)
 				}
@@ -62,7 +62,7 @@ func TestWaitFuncAnswersEachWaiterOnce(t *testing.T) {
 		}
 	}
 	// A request already decided is answered at once, not parked.
-	if r, w, err := env.Gateway.WaitFunc(ctx, reqs[0].ID, time.Minute, func(*bot.Request, error) { t.Error("done called for an answer given at once") }); w != nil || err != nil || r.Status != bot.Approved {
+	if r, w, err := env.Gateway.WaitFunc(ctx, reqs[0].ID, time.Minute, -1, func(*bot.Request, error) { t.Error("done called for an answer given at once") }); w != nil || err != nil || r.Status != bot.Approved {
 		t.Fatalf("WaitFunc on a decided request = %v, %v, %v; want it approved at once", r, w, err)
 	}
 	select {
@@ -82,9 +82,9 @@ func TestWaitFuncStopAndTimeout(t *testing.T) {
 	ctx := context.Background()
 	r := env.Submit(t, bot.NewRequest{Persona: "demo", Action: "deploy"})
 	var stoppedCalled atomic.Bool
-	_, stopped, _ := env.Gateway.WaitFunc(ctx, r.ID, time.Minute, func(*bot.Request, error) { stoppedCalled.Store(true) })
+	_, stopped, _ := env.Gateway.WaitFunc(ctx, r.ID, time.Minute, -1, func(*bot.Request, error) { stoppedCalled.Store(true) })
 	timedOut := make(chan *bot.Request, 1)
-	_, w, _ := env.Gateway.WaitFunc(ctx, r.ID, 50*time.Millisecond, func(got *bot.Request, err error) { timedOut <- got })
+	_, w, _ := env.Gateway.WaitFunc(ctx, r.ID, 50*time.Millisecond, -1, func(got *bot.Request, err error) { timedOut <- got })
 	if stopped == nil || w == nil {
 		t.Fatal("WaitFunc answered a pending request at once")
 	}
@@ -109,5 +109,71 @@ func TestWaitFuncStopAndTimeout(t *testing.T) {
 	}
 	if got := env.Gateway.Waiting(); got != 0 {
 		t.Fatalf("Waiting() = %d, want 0", got)
+	}
+}
+
+// TestWaitSeenIgnoresNewsItHasSeen: a wait that says what its caller has
+// seen (WaitFunc's seen) is parked when nothing changed since, is not
+// answered by a late notice of a change its caller has already seen, and
+// is answered by the next real one.
+func TestWaitSeenIgnoresNewsItHasSeen(t *testing.T) {
+	for _, backend := range bottest.Backends() {
+		t.Run(backend, func(t *testing.T) {
+			srv := bottest.Start(t, backend)
+			rdb := srv.Client(t)
+			log := &bottest.Commands{Tag: bottest.TagListReads}
+			rdb.AddHook(log)
+			alice := bottest.NewPerson("alice")
+			p := bot.Persona{Name: "demo", Owner: &bot.Person{Name: "alice", Identities: []bot.Identity{alice.Identity()}}, DenyQuorum: 1, Timeout: time.Hour}
+			env := bottest.NewOn(t, rdb, srv.Prefix, p, nil)
+			r := env.Submit(t, bot.NewRequest{Persona: "demo", Action: "deploy", Nonce: bot.NewNonce()})
+			env.React(t, bottest.NewPerson("mallory"), r, "✅") // stored, ignored
+			ctx := context.Background()
+			cur, err := env.Store.Get(ctx, r.ID)
+			if err != nil || cur.Seen != 1 {
+				t.Fatalf("Get = %+v, %v; want Seen 1", cur, err)
+			}
+			if got, _, err := env.Gateway.WaitFunc(ctx, r.ID, time.Minute, 0, func(*bot.Request, error) {}); err != nil || got == nil || len(got.Votes) != 1 {
+				t.Fatalf("a wait that saw 0 answers = %+v, %v; want answered at once with 1", got, err)
+			}
+			answered := make(chan *bot.Request, 2)
+			log.Reset()
+			_, w, err := env.Gateway.WaitFunc(ctx, r.ID, time.Minute, cur.Seen, func(r *bot.Request, err error) { answered <- r })
+			if err != nil || w == nil {
+				t.Fatalf("a wait that saw all = answered at once (%v); want parked", err)
+			}
+			if n := log.Count("LRANGE", ""); n != 0 {
+				t.Errorf("parking a wait that saw all read the request (%d LRANGE): %v", n, log)
+			}
+			// A late notice of the change it saw: looked at, not answered.
+			if err := env.Store.Changed(ctx, r.ID); err != nil {
+				t.Fatal(err)
+			}
+			deadline := time.Now().Add(10 * time.Second)
+			for log.Count("LRANGE", r.ID) == 0 {
+				if time.Now().After(deadline) {
+					t.Fatal("the notice did not wake the waiter")
+				}
+				time.Sleep(5 * time.Millisecond)
+			}
+			time.Sleep(50 * time.Millisecond) // what the look does next, if anything
+			select {
+			case got := <-answered:
+				t.Fatalf("a notice of nothing new answered the wait: %s with %d answers", got.Status, len(got.Votes))
+			default:
+			}
+			if n := env.Gateway.Waiting(); n != 1 {
+				t.Fatalf("%d waiting after the late notice, want 1", n)
+			}
+			env.React(t, bottest.NewPerson("trudy"), r, "✅")
+			select {
+			case got := <-answered:
+				if got == nil || len(got.Votes) != 2 {
+					t.Fatalf("answered %+v, want 2 answers", got)
+				}
+			case <-time.After(10 * time.Second):
+				t.Fatal("the next change did not answer the wait")
+			}
+		})
 	}
 }

@@ -183,7 +183,7 @@ func BenchmarkWaiters10k(b *testing.B) {
 				}
 			}
 			for _, r := range reqs {
-				got, w, err := env.Gateway.WaitFunc(context.Background(), r.ID, time.Minute, done)
+				got, w, err := env.Gateway.WaitFunc(context.Background(), r.ID, time.Minute, -1, done)
 				if err != nil || w == nil {
 					b.Fatalf("WaitFunc(%s) answered at once: %v, %v", r.ID, got, err)
 				}

@@ -42,6 +42,13 @@ func (g *Gateway) Withdraw(ctx context.Context, id, reason string) (*Request, er
 	return cur, err
 }
 
+// ChangeStore tells, without reading the whole request, whether it is
+// still pending with seen answers stored (Request.Seen): then a long-poll
+// that saw it so has nothing new to see. quorum/redis implements it.
+type ChangeStore interface {
+	Unchanged(ctx context.Context, id string, seen int) (bool, error)
+}
+
 // HoldStore counts the long-polls a request's requester has begun, across
 // every replica sharing the store; quorum/redis implements it.
 type HoldStore interface {

@@ -3,6 +3,7 @@ package bottest
 import (
 	"context"
 	"fmt"
+	"runtime"
 	"strings"
 	"sync"
 
@@ -87,4 +88,16 @@ func (c *Commands) String() string {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return fmt.Sprint(c.cmds)
+}
+
+// TagListReads is a Commands.Tag marking each command sent by Store.List
+// (the gateway's sweep lists pending requests, reading each) as
+// "NAME(list)": a read of a request, but not one the code under test made.
+func TagListReads(name string) string {
+	buf := make([]byte, 16<<10)
+	if !strings.Contains(string(buf[:runtime.Stack(buf, false)]), "(*Store).List(") {
+		return name
+	}
+	cmd, rest, _ := strings.Cut(name, " ")
+	return cmd + "(list) " + rest
 }

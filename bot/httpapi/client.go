@@ -10,6 +10,7 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/signoff/signoff/bot"
@@ -27,6 +28,45 @@ type Client struct {
 	// OnRetry, when set, is told before each wait of a call the gateway
 	// refused with 429: how long, and the gateway's message.
 	OnRetry func(wait time.Duration, msg string)
+
+	seen seenAnswers
+}
+
+// SeenHeader carries a pending request's Seen on GET /v1/requests/{id}
+// answers; a client's next long-poll on it passes it back as ?seen=.
+const SeenHeader = "Signoff-Seen"
+
+// seenAnswers remembers, for each request this client waits on, the Seen
+// of the gateway's last answer, sent back with the next wait on it: the
+// gateway then answers at once when the request changed in between, and
+// parks the wait without reading the whole request again when it did not.
+// A request is forgotten once final; past seenMax all are.
+type seenAnswers struct {
+	mu sync.Mutex
+	m  map[string]int
+}
+
+const seenMax = 10000
+
+func (s *seenAnswers) get(id string) (int, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	n, ok := s.m[id]
+	return n, ok
+}
+
+func (s *seenAnswers) set(id string, r *bot.Request, h http.Header) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	n, err := strconv.Atoi(h.Get(SeenHeader))
+	if r.Status.Final() || err != nil || n < 0 {
+		delete(s.m, id)
+		return
+	}
+	if s.m == nil || len(s.m) >= seenMax {
+		s.m = map[string]int{}
+	}
+	s.m[id] = n
 }
 
 var _ bot.Service = (*Client)(nil)
@@ -55,15 +95,21 @@ const (
 )
 
 func (c *Client) do(ctx context.Context, method, path, contentType string, body []byte, out any) error {
+	_, err := c.doHeader(ctx, method, path, contentType, body, out)
+	return err
+}
+
+// doHeader is do, returning the answer's header too.
+func (c *Client) doHeader(ctx context.Context, method, path, contentType string, body []byte, out any) (http.Header, error) {
 	var waited time.Duration
 	guess := retryGuess
 	for try := 1; ; try++ {
 		resp, b, err := c.send(ctx, method, path, contentType, body)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		if resp.StatusCode != http.StatusTooManyRequests {
-			return answer(resp, b, out)
+			return resp.Header, answer(resp, b, out)
 		}
 		msg := resp.Status
 		if e := (ErrorBody{}); json.Unmarshal(b, &e) == nil && e.Error != "" {
@@ -74,7 +120,7 @@ func (c *Client) do(ctx context.Context, method, path, contentType string, body 
 			wait, guess = guess, 2*guess
 		}
 		if err := retryAllowed(ctx, try, waited, wait, msg); err != nil {
-			return err
+			return nil, err
 		}
 		if c.OnRetry != nil {
 			c.OnRetry(wait, msg)
@@ -83,7 +129,7 @@ func (c *Client) do(ctx context.Context, method, path, contentType string, body 
 		select {
 		case <-ctx.Done():
 			t.Stop()
-			return ctx.Err()
+			return nil, ctx.Err()
 		case <-t.C:
 		}
 		waited += wait
@@ -211,9 +257,14 @@ func (c *Client) Wait(ctx context.Context, id string, d time.Duration) (*bot.Req
 	if c.WithdrawOnDisconnect {
 		path += "&withdraw_on_disconnect=true"
 	}
-	if err := c.do(ctx, http.MethodGet, path, "", nil, &r); err != nil {
+	if n, ok := c.seen.get(id); ok {
+		path += "&seen=" + strconv.Itoa(n)
+	}
+	h, err := c.doHeader(ctx, http.MethodGet, path, "", nil, &r)
+	if err != nil {
 		return nil, err
 	}
+	c.seen.set(id, &r, h)
 	return &r, nil
 }
 

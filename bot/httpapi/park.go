@@ -17,8 +17,8 @@ import (
 // Parker is what a gateway offers for long-polls that hold no goroutine:
 // bot.Gateway's WaitFunc and WaitHeldFunc.
 type Parker interface {
-	WaitFunc(ctx context.Context, id string, d time.Duration, done func(*bot.Request, error)) (*bot.Request, *bot.Waiter, error)
-	WaitHeldFunc(ctx context.Context, id string, d time.Duration, done func(*bot.Request, error)) (*bot.Request, *bot.Waiter, error)
+	WaitFunc(ctx context.Context, id string, d time.Duration, seen int, done func(*bot.Request, error)) (*bot.Request, *bot.Waiter, error)
+	WaitHeldFunc(ctx context.Context, id string, d time.Duration, seen int, done func(*bot.Request, error)) (*bot.Request, *bot.Waiter, error)
 }
 
 // parkWriteTimeout bounds writing a parked long-poll's answer.
@@ -31,7 +31,7 @@ const parkWriteTimeout = 10 * time.Second
 // closed) when the request changes or d passes. It returns false, having
 // written nothing, where it cannot do that (no Parker, HTTP/2, no
 // hang-up watch on this OS): the caller then waits the ordinary way.
-func (s *Server) park(w http.ResponseWriter, r *http.Request, id string, d time.Duration) bool {
+func (s *Server) park(w http.ResponseWriter, r *http.Request, id string, d time.Duration, seen int) bool {
 	pk, ok := s.Gateway.(Parker)
 	if !ok || r.ProtoMajor != 1 || !canHijack(w) || !connWatchAvailable() {
 		return false
@@ -41,7 +41,7 @@ func (s *Server) park(w http.ResponseWriter, r *http.Request, id string, d time.
 	if held(r) {
 		waitFunc = pk.WaitHeldFunc
 	}
-	req, wt, err := waitFunc(r.Context(), id, d, p.done)
+	req, wt, err := waitFunc(r.Context(), id, d, seen, p.done)
 	if wt == nil {
 		s.answerGet(w, r, req, err)
 		return true

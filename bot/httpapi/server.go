@@ -178,7 +178,16 @@ func (s *Server) get(w http.ResponseWriter, r *http.Request) {
 				return
 			}
 		}
-		if s.park(w, r, id, min(d, MaxWait)) {
+		seen := -1
+		if v := r.URL.Query().Get("seen"); v != "" {
+			n, perr := strconv.Atoi(v)
+			if perr != nil || n < 0 {
+				s.fail(w, r, bot.Errorf(bot.EInvalid, "seen %q is not a count of answers (the %s header of the last answer)", v, SeenHeader))
+				return
+			}
+			seen = n
+		}
+		if s.park(w, r, id, min(d, MaxWait), seen) {
 			return
 		}
 		req, err = s.wait(r, id, min(d, MaxWait))
@@ -197,6 +206,10 @@ func (s *Server) answerGet(w http.ResponseWriter, r *http.Request, req *bot.Requ
 	if err != nil {
 		s.fail(w, r, err)
 		return
+	}
+	if req.Status == bot.Pending {
+		// What this answer showed, for the client's next long-poll.
+		w.Header().Set(SeenHeader, strconv.Itoa(req.Seen))
 	}
 	writeJSON(w, http.StatusOK, req)
 }

@@ -2,6 +2,9 @@ package redis
 
 import (
 	"context"
+	"errors"
+
+	goredis "github.com/redis/go-redis/v9"
 
 	"github.com/signoff/signoff/bot"
 )
@@ -32,4 +35,26 @@ func (s *Store) PendingCount(ctx context.Context) (int64, error) {
 		return 0, unavailable("count pending", err)
 	}
 	return n, nil
+}
+
+var _ bot.ChangeStore = (*Store)(nil)
+
+// Unchanged reports whether request id is still pending with seen answers
+// stored: one round trip of two small replies, no decoding.
+func (s *Store) Unchanged(ctx context.Context, id string, seen int) (bool, error) {
+	k := s.requestKeys(id)
+	var st *goredis.StringCmd
+	var n *goredis.IntCmd
+	_, err := s.rdb.Pipelined(ctx, func(pl goredis.Pipeliner) error {
+		st = pl.HGet(ctx, k[0], "status")
+		n = pl.LLen(ctx, k[1])
+		return nil
+	})
+	if errors.Is(err, goredis.Nil) {
+		return false, nil // gone: the full read says so
+	}
+	if err != nil {
+		return false, unavailable("look at request", err)
+	}
+	return st.Val() == string(bot.Pending) && n.Val() == int64(seen), nil
 }
