@@ -42,6 +42,10 @@ type Store struct {
 
 	mu       sync.Mutex
 	personas map[string]bot.Persona // request id → persona snapshot (immutable)
+
+	// decoded keeps what reads decoded, so the next read of a request
+	// decodes only its new votes; nil decodes every read afresh.
+	decoded *decodeCache
 }
 
 var _ bot.Store = (*Store)(nil)
@@ -52,7 +56,7 @@ func New(rdb goredis.UniversalClient, prefix string) *Store {
 	if prefix == "" {
 		prefix = "signoff"
 	}
-	return &Store{rdb: rdb, prefix: prefix, Retention: 30 * 24 * time.Hour, personas: map[string]bot.Persona{}}
+	return &Store{rdb: rdb, prefix: prefix, Retention: 30 * 24 * time.Hour, personas: map[string]bot.Persona{}, decoded: newDecodeCache(maxDecoded, maxDecodedBytes)}
 }
 
 // Client returns the underlying client.
@@ -264,10 +268,32 @@ func (s *Store) Get(ctx context.Context, id string) (*bot.Request, error) {
 	return rs[0], nil
 }
 
+// requestFields are the fields of a request's hash that a read decodes;
+// getMany asks Redis for these only (HMGET), in this order, not for the
+// persona snapshot and the outbox's bookkeeping beside them.
+var requestFields = []string{"doc", "status", "decided_at", "decided_by", "reason", "always", "receipt"}
+
+// fields is a request hash's requestFields ("" when absent).
+type fields struct {
+	doc, status, decidedAt, decidedBy, reason, always, receipt string
+}
+
+func fieldsOf(vals []any) fields {
+	s := func(i int) string {
+		if i < len(vals) {
+			if v, ok := vals[i].(string); ok {
+				return v
+			}
+		}
+		return ""
+	}
+	return fields{doc: s(0), status: s(1), decidedAt: s(2), decidedBy: s(3), reason: s(4), always: s(5), receipt: s(6)}
+}
+
 // getMany loads requests in one round trip; a missing one is nil.
 func (s *Store) getMany(ctx context.Context, ids []string) ([]*bot.Request, error) {
 	type cmds struct {
-		h     *goredis.MapStringStringCmd
+		h     *goredis.SliceCmd
 		votes *goredis.StringSliceCmd
 		msgs  *goredis.StringSliceCmd
 	}
@@ -275,7 +301,7 @@ func (s *Store) getMany(ctx context.Context, ids []string) ([]*bot.Request, erro
 	_, err := s.rdb.Pipelined(ctx, func(pl goredis.Pipeliner) error {
 		for i, id := range ids {
 			k := s.requestKeys(id)
-			all[i] = cmds{pl.HGetAll(ctx, k[0]), pl.LRange(ctx, k[1], 0, -1), pl.LRange(ctx, k[4], 0, -1)}
+			all[i] = cmds{pl.HMGet(ctx, k[0], requestFields...), pl.LRange(ctx, k[1], 0, -1), pl.LRange(ctx, k[4], 0, -1)}
 		}
 		return nil
 	})
@@ -284,11 +310,12 @@ func (s *Store) getMany(ctx context.Context, ids []string) ([]*bot.Request, erro
 	}
 	out := make([]*bot.Request, len(ids))
 	for i, c := range all {
-		h := c.h.Val()
-		if len(h) == 0 || h["doc"] == "" {
+		f := fieldsOf(c.h.Val())
+		if f.doc == "" {
+			s.decoded.drop(ids[i])
 			continue
 		}
-		r, err := decodeRequest(h, c.votes.Val(), c.msgs.Val())
+		r, err := s.decoded.decode(ids[i], f, c.votes.Val(), c.msgs.Val())
 		if err != nil {
 			return nil, fmt.Errorf("decode request %s: %w", ids[i], err)
 		}
@@ -296,47 +323,6 @@ func (s *Store) getMany(ctx context.Context, ids []string) ([]*bot.Request, erro
 		out[i] = r
 	}
 	return out, nil
-}
-
-func decodeRequest(h map[string]string, votes, msgs []string) (*bot.Request, error) {
-	var r bot.Request
-	if err := json.Unmarshal([]byte(h["doc"]), &r); err != nil {
-		return nil, err
-	}
-	r.Status = bot.Status(h["status"])
-	if ms, err := strconv.ParseInt(h["decided_at"], 10, 64); err == nil {
-		t := time.UnixMilli(ms).UTC()
-		r.DecidedAt = &t
-	}
-	if by := h["decided_by"]; by != "" {
-		r.DecidedBy = strings.Split(by, "\n")
-	}
-	r.DecisionReason = h["reason"]
-	r.Always = h["always"] == "1"
-	if rc := h["receipt"]; rc != "" {
-		r.Receipt = json.RawMessage(rc)
-	}
-	r.Votes = make([]bot.Vote, 0, len(votes))
-	for _, line := range votes {
-		parts := strings.SplitN(line, "\n", 3)
-		if len(parts) != 3 {
-			continue
-		}
-		var v bot.Vote
-		if err := json.Unmarshal([]byte(parts[2]), &v); err != nil {
-			continue
-		}
-		v.Result, v.Why = bot.Result(parts[0]), parts[1]
-		r.Votes = append(r.Votes, v)
-	}
-	r.Messages = r.Messages[:0]
-	for _, m := range msgs {
-		var ref bot.MessageRef
-		if json.Unmarshal([]byte(m), &ref) == nil {
-			r.Messages = append(r.Messages, ref)
-		}
-	}
-	return &r, nil
 }
 
 // List returns pending requests by deadline, or with another status (or
