@@ -3,10 +3,10 @@ package httpapi
 import (
 	"bytes"
 	"context"
-	"io"
 	"net"
 	"net/http"
 	"net/url"
+	"strconv"
 	"sync"
 	"time"
 
@@ -142,11 +142,7 @@ func (p *parkedWait) reply(conn net.Conn, watch uint64, req *bot.Request, err er
 	var aw answerWriter
 	p.s.answerGet(&aw, r, req, err)
 	conn.SetWriteDeadline(time.Now().Add(parkWriteTimeout))
-	resp := &http.Response{
-		StatusCode: aw.status, ProtoMajor: 1, ProtoMinor: 1, Header: aw.header,
-		ContentLength: int64(aw.body.Len()), Body: io.NopCloser(&aw.body), Close: true,
-	}
-	_ = resp.Write(conn)
+	_, _ = conn.Write(aw.response())
 }
 
 // answerWriter holds a response to write on a parked connection.
@@ -154,6 +150,33 @@ type answerWriter struct {
 	header http.Header
 	status int
 	body   bytes.Buffer
+}
+
+// response is the whole HTTP/1.1 response, status line to body, so that
+// it goes out in one write: http.Response.Write on the bare connection
+// made a write (a syscall) of each header line.
+func (a *answerWriter) response() []byte {
+	a.WriteHeader(http.StatusOK)
+	h := a.Header()
+	for _, k := range []string{"Content-Length", "Transfer-Encoding", "Connection"} {
+		h.Del(k) // written here
+	}
+	var b bytes.Buffer
+	b.Grow(256 + a.body.Len())
+	b.WriteString("HTTP/1.1 ")
+	b.WriteString(strconv.Itoa(a.status))
+	b.WriteByte(' ')
+	if text := http.StatusText(a.status); text != "" {
+		b.WriteString(text)
+	} else {
+		b.WriteString("status code " + strconv.Itoa(a.status))
+	}
+	b.WriteString("\r\n")
+	_ = h.Write(&b)
+	b.WriteString("Content-Length: " + strconv.Itoa(a.body.Len()) + "\r\n")
+	b.WriteString("Connection: close\r\n\r\n")
+	b.Write(a.body.Bytes())
+	return b.Bytes()
 }
 
 func (a *answerWriter) Header() http.Header {

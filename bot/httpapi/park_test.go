@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"runtime"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -125,5 +126,68 @@ func TestParkedWatcherHangingUpLeavesNothing(t *testing.T) {
 	time.Sleep(300 * time.Millisecond)
 	if got, err := f.env.Gateway.Get(context.Background(), r.ID); err != nil || got.Status != bot.Pending {
 		t.Fatalf("after a watcher hung up: %v, %v; want it still pending", got, err)
+	}
+}
+
+// countingListener counts the writes made on the TCP connections it
+// accepts (still watchable for hang-ups: SyscallConn is *net.TCPConn's).
+type countingListener struct {
+	net.Listener
+	writes atomic.Int64
+}
+
+func (l *countingListener) Accept() (net.Conn, error) {
+	c, err := l.Listener.Accept()
+	if tc, ok := c.(*net.TCPConn); ok {
+		return &countedConn{tc, &l.writes}, nil
+	}
+	return c, err
+}
+
+type countedConn struct {
+	*net.TCPConn
+	writes *atomic.Int64
+}
+
+func (c *countedConn) Write(b []byte) (int, error) {
+	c.writes.Add(1)
+	return c.TCPConn.Write(b)
+}
+
+// serveAPI serves the API on f's gateway with a real http.Server on ln.
+func serveAPI(t *testing.T, f *fixture, ln net.Listener) *http.Server {
+	t.Helper()
+	srv := &http.Server{Handler: (&httpapi.Server{Gateway: f.env.Gateway, Ready: f.env.Store.Ping}).Handler()}
+	served := make(chan struct{})
+	go func() { defer close(served); srv.Serve(ln) }()
+	t.Cleanup(func() { srv.Close(); <-served })
+	return srv
+}
+
+// A parked long-poll's answer goes out in one write, not a write (a
+// syscall) per header line.
+func TestParkedAnswerIsOneWrite(t *testing.T) {
+	f := setup(t)
+	inner, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln := &countingListener{Listener: inner}
+	serveAPI(t, f, ln)
+	r := f.env.Submit(t, bot.NewRequest{Persona: "demo", Action: "deploy"})
+	c := longPoll(t, inner.Addr().String(), r.ID, "")
+	waitFor(t, "waiting", func() bool { return f.env.Gateway.Waiting() == 1 })
+	f.env.React(t, f.alice, r, "✅")
+	c.SetReadDeadline(time.Now().Add(20 * time.Second))
+	resp, err := http.ReadResponse(bufio.NewReader(c), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != http.StatusOK || !strings.Contains(string(body), `"status":"approved"`) {
+		t.Fatalf("long-poll answered %d %s, want 200 approved", resp.StatusCode, body)
+	}
+	if n := ln.writes.Load(); n != 1 {
+		t.Errorf("the parked answer took %d writes, want 1", n)
 	}
 }
