@@ -27,8 +27,10 @@ const parkWriteTimeout = 10 * time.Second
 // park answers GET /v1/requests/{id}?wait=d without keeping a goroutine
 // (and net/http's buffers) per waiting client: the connection is hijacked
 // and parked with the gateway's waiter, its peer's hang-up watched by one
-// epoll set (conn_watch_linux.go), and the answer written on it (then
-// closed) when the request changes or d passes. It returns false, having
+// epoll set (conn_watch_linux.go), and the answer written on it when the
+// request changes or d passes. The connection is then closed or, if it
+// came from a Listener (listener.go), given back to the server for the
+// client's next request. It returns false, having
 // written nothing, where it cannot do that (no Parker, HTTP/2, no
 // hang-up watch on this OS): the caller then waits the ordinary way.
 func (s *Server) park(w http.ResponseWriter, r *http.Request, id string, d time.Duration, seen int) bool {
@@ -47,7 +49,7 @@ func (s *Server) park(w http.ResponseWriter, r *http.Request, id string, d time.
 		return true
 	}
 	p.w = wt
-	conn, _, err := http.NewResponseController(w).Hijack()
+	conn, rw, err := http.NewResponseController(w).Hijack()
 	if err != nil {
 		// Not parked after all: answer from here.
 		if wt.Stop() {
@@ -59,6 +61,16 @@ func (s *Server) park(w http.ResponseWriter, r *http.Request, id string, d time.
 		return true
 	}
 	conn.SetDeadline(time.Time{}) // the server's read and write deadlines no longer apply
+	if kc, ok := conn.(*keptConn); ok && reusable(r) {
+		p.keep = true
+		if n := rw.Reader.Buffered(); n > 0 {
+			// The client sent more (a pipelined request): served first
+			// when the connection is given back, before anything left
+			// of an earlier give-back.
+			b, _ := rw.Reader.Peek(n)
+			kc.pending = append(append([]byte(nil), b...), kc.pending...)
+		}
+	}
 	watch, ok := watchConn(conn, func() { p.gone(conn) })
 	if !ok { // cannot watch for the hang-up: wait on this goroutine
 		req, err := p.await()
@@ -86,6 +98,7 @@ type parkedWait struct {
 	conn     net.Conn // once hijacked and watched
 	watch    uint64
 	answered bool // done came before the conn was parked
+	keep     bool // the conn can be given back after the answer
 	req      *bot.Request
 	err      error
 	ready    chan struct{} // made by await
@@ -128,12 +141,20 @@ func (p *parkedWait) gone(conn net.Conn) {
 	}
 }
 
-// reply writes the answer GET would have written, closing the connection.
+// reusable reports whether a parked long-poll's connection may serve
+// another request after the answer: HTTP/1.1, no Connection: close, no
+// body (unread bytes of one would be read as the next request).
+func reusable(r *http.Request) bool {
+	return r.ProtoAtLeast(1, 1) && !r.Close && r.ContentLength == 0 && len(r.TransferEncoding) == 0
+}
+
+// reply writes the answer GET would have written, then gives the
+// connection back to its Listener (unwatched: its hang-up is the
+// server's to see again) or, where it cannot, closes it.
 func (p *parkedWait) reply(conn net.Conn, watch uint64, req *bot.Request, err error) {
 	if watch != 0 {
 		unwatchConn(conn, watch)
 	}
-	defer conn.Close()
 	ctx := context.Background()
 	if p.tok != nil {
 		ctx = context.WithValue(ctx, tokenKey{}, p.tok)
@@ -141,8 +162,19 @@ func (p *parkedWait) reply(conn net.Conn, watch uint64, req *bot.Request, err er
 	r := (&http.Request{Method: http.MethodGet, URL: &url.URL{Path: "/v1/requests/" + p.id}}).WithContext(ctx)
 	var aw answerWriter
 	p.s.answerGet(&aw, r, req, err)
+	kc, _ := conn.(*keptConn)
+	keep := p.keep && kc != nil && !kc.l.closing()
 	conn.SetWriteDeadline(time.Now().Add(parkWriteTimeout))
-	_, _ = conn.Write(aw.response())
+	if _, err := conn.Write(aw.response(keep)); err != nil || !keep {
+		conn.Close()
+		return
+	}
+	// No deadline of ours is left on it: the server sets a read deadline
+	// for each request, a write deadline only with a WriteTimeout.
+	conn.SetDeadline(time.Time{})
+	if !kc.l.giveBack(kc) {
+		conn.Close()
+	}
 }
 
 // answerWriter holds a response to write on a parked connection.
@@ -154,8 +186,9 @@ type answerWriter struct {
 
 // response is the whole HTTP/1.1 response, status line to body, so that
 // it goes out in one write: http.Response.Write on the bare connection
-// made a write (a syscall) of each header line.
-func (a *answerWriter) response() []byte {
+// made a write (a syscall) of each header line. Unless keep, it says
+// Connection: close.
+func (a *answerWriter) response(keep bool) []byte {
 	a.WriteHeader(http.StatusOK)
 	h := a.Header()
 	for _, k := range []string{"Content-Length", "Transfer-Encoding", "Connection"} {
@@ -174,7 +207,10 @@ func (a *answerWriter) response() []byte {
 	b.WriteString("\r\n")
 	_ = h.Write(&b)
 	b.WriteString("Content-Length: " + strconv.Itoa(a.body.Len()) + "\r\n")
-	b.WriteString("Connection: close\r\n\r\n")
+	if !keep {
+		b.WriteString("Connection: close\r\n")
+	}
+	b.WriteString("\r\n")
 	b.Write(a.body.Bytes())
 	return b.Bytes()
 }
