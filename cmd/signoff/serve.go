@@ -242,7 +242,9 @@ func serveWith(ctx context.Context, a *app, cfg *config) int {
 		a.ready(ln.Addr().String())
 	}
 	errc := make(chan error, 1)
-	go func() { errc <- srv.Serve(ln) }()
+	// httpapi.Listener: an answered long-poll's connection is served again
+	// (the agent's next poll), not closed.
+	go func() { errc <- srv.Serve(httpapi.NewListener(ln)) }()
 	select {
 	case err := <-errc:
 		return a.failf("server stopped: %v", err)
