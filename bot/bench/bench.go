@@ -105,9 +105,8 @@ func run1(ctx context.Context, cfg Config) (*Report, error) {
 	cfg.Progress = &lockedWriter{w: cfg.Progress} // the clients' 429 notices come from every goroutine
 	b := &run{cfg: cfg, tag: bot.NewID()[:6]}
 	// The waiter and the voter are different clients, as they are in
-	// life (the agent waits, a person answers): a parked wait's answer
-	// closes its connection, and sharing one pool would have every vote
-	// dial a new one.
+	// life (the agent waits, a person answers), each with its own
+	// connections.
 	b.hc = &http.Client{Transport: transport(2*cfg.Concurrency + 4)}
 	// A gateway that rate-limits the bench makes its calls wait (the
 	// client tries a 429 again after Retry-After): each wait is counted in
