@@ -250,15 +250,7 @@ func TestHangUpAfterGiveBack(t *testing.T) {
 	c := longPoll(t, k.addr, r.ID, "")
 	waitFor(t, "a new poll parked", func() bool { return f.env.Gateway.Waiting() == 1 })
 	f.env.React(t, f.alice, r, "✅")
-	c.SetReadDeadline(time.Now().Add(20 * time.Second))
-	resp, err := http.ReadResponse(bufio.NewReader(c), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	body, _ := io.ReadAll(resp.Body)
-	if resp.StatusCode != http.StatusOK || !strings.Contains(string(body), `"status":"approved"`) {
-		t.Fatalf("a later long-poll answered %d %.100s, want 200 approved", resp.StatusCode, body)
-	}
+	readApproved(t, c, "a later long-poll")
 	if n := k.tcp.n.Load(); n != 3 {
 		t.Errorf("the server accepted %d connections, want 3", n)
 	}

@@ -44,6 +44,22 @@ func waitFor(t *testing.T, what string, ok func() bool) {
 	}
 }
 
+// readApproved reads the answer on a raw long-poll connection c; it must
+// be 200 with the request approved.
+func readApproved(t *testing.T, c net.Conn, what string) *http.Response {
+	t.Helper()
+	c.SetReadDeadline(time.Now().Add(20 * time.Second))
+	resp, err := http.ReadResponse(bufio.NewReader(c), nil)
+	if err != nil {
+		t.Fatalf("%s: %v", what, err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != http.StatusOK || !strings.Contains(string(body), `"status":"approved"`) {
+		t.Fatalf("%s answered %d %.100s, want 200 approved", what, resp.StatusCode, body)
+	}
+	return resp
+}
+
 // connServing counts goroutines serving an HTTP connection.
 func connServing() int {
 	buf := make([]byte, 1<<22)
@@ -78,15 +94,7 @@ func TestLongPollsParkWithoutAGoroutineEach(t *testing.T) {
 		f.env.React(t, f.alice, r, "✅")
 	}
 	for i, c := range conns {
-		c.SetReadDeadline(time.Now().Add(20 * time.Second))
-		resp, err := http.ReadResponse(bufio.NewReader(c), nil)
-		if err != nil {
-			t.Fatalf("long-poll %d: %v", i, err)
-		}
-		body, _ := io.ReadAll(resp.Body)
-		if resp.StatusCode != http.StatusOK || !strings.Contains(string(body), `"status":"approved"`) {
-			t.Fatalf("long-poll %d answered %d %s, want 200 approved", i, resp.StatusCode, body)
-		}
+		readApproved(t, c, fmt.Sprint("long-poll ", i))
 	}
 	if w := f.env.Gateway.Waiting(); w != 0 {
 		t.Fatalf("%d still waiting after every answer", w)
@@ -178,15 +186,7 @@ func TestParkedAnswerIsOneWrite(t *testing.T) {
 	c := longPoll(t, inner.Addr().String(), r.ID, "")
 	waitFor(t, "waiting", func() bool { return f.env.Gateway.Waiting() == 1 })
 	f.env.React(t, f.alice, r, "✅")
-	c.SetReadDeadline(time.Now().Add(20 * time.Second))
-	resp, err := http.ReadResponse(bufio.NewReader(c), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	body, _ := io.ReadAll(resp.Body)
-	if resp.StatusCode != http.StatusOK || !strings.Contains(string(body), `"status":"approved"`) {
-		t.Fatalf("long-poll answered %d %s, want 200 approved", resp.StatusCode, body)
-	}
+	readApproved(t, c, "long-poll")
 	if n := ln.writes.Load(); n != 1 {
 		t.Errorf("the parked answer took %d writes, want 1", n)
 	}
