@@ -53,7 +53,7 @@ func (s *Server) park(w http.ResponseWriter, r *http.Request, id string, d time.
 	if err != nil {
 		// Not parked after all: answer from here.
 		if wt.Stop() {
-			req, err = s.wait(r, id, d)
+			req, err = s.wait(r, id, d, seen)
 		} else {
 			req, err = p.await()
 		}

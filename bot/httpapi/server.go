@@ -190,7 +190,7 @@ func (s *Server) get(w http.ResponseWriter, r *http.Request) {
 		if s.park(w, r, id, min(d, MaxWait), seen) {
 			return
 		}
-		req, err = s.wait(r, id, min(d, MaxWait))
+		req, err = s.wait(r, id, min(d, MaxWait), seen)
 	} else {
 		req, err = s.Gateway.Get(r.Context(), id)
 	}

@@ -67,7 +67,14 @@ func (s *Server) withdraw(w http.ResponseWriter, r *http.Request) {
 
 // wait long-polls; with ?withdraw_on_disconnect=true (what the requester's
 // own client sends) a connection that goes away withdraws the request.
-func (s *Server) wait(r *http.Request, id string, d time.Duration) (*bot.Request, error) {
+func (s *Server) wait(r *http.Request, id string, d time.Duration, seen int) (*bot.Request, error) {
+	if seen >= 0 {
+		// What park's WaitFunc does with seen: a change since is
+		// answered at once.
+		if req, err := s.Gateway.Get(r.Context(), id); err != nil || req.Status != bot.Pending || req.Seen != seen {
+			return req, err
+		}
+	}
 	if wd, ok := s.Gateway.(Withdrawer); ok && held(r) {
 		return wd.WaitHeld(r.Context(), id, d)
 	}
