@@ -27,7 +27,9 @@ var voteScript = goredis.NewScript(voteLua)
 
 const voteLua = `
 local function vote()
-local status = redis.call('HGET', KEYS[1], 'status')
+-- One read of the request's fields the tally needs.
+local req = redis.call('HMGET', KEYS[1], 'status', 'deadline', 'aq', 'dq')
+local status = req[1]
 if not status then return {'missing', '', '', 0, 0} end
 if ARGV[1] ~= '' and redis.call('SADD', KEYS[4], ARGV[1]) == 0 then
   return {'duplicate', 'this delivery was already received', status, 0, 0}
@@ -55,7 +57,7 @@ if status ~= 'pending' then
   record('ignored', why)
   return {'ignored', why, status, 0, recorded}
 end
-if tonumber(ARGV[7]) >= tonumber(redis.call('HGET', KEYS[1], 'deadline')) then
+if tonumber(ARGV[7]) >= tonumber(req[2]) then
   finish('expired', '', 'no one answered in time, and silence is not consent')
   record('ignored', 'the deadline had passed')
   return {'ignored', 'the deadline had passed', 'expired', 1, recorded}
@@ -97,11 +99,11 @@ for i = 1, #all, 2 do
 end
 table.sort(approvers)
 table.sort(deniers)
-if ARGV[4] == 'deny' and #deniers >= tonumber(redis.call('HGET', KEYS[1], 'dq')) then
+if ARGV[4] == 'deny' and #deniers >= tonumber(req[4]) then
   finish('denied', table.concat(deniers, '\n'), '')
   return {'counted', '', 'denied', 1, recorded}
 end
-local aq = tonumber(redis.call('HGET', KEYS[1], 'aq'))
+local aq = tonumber(req[3])
 if approving(ARGV[4]) and aq > 0 and #approvers >= aq then
   finish('approved', table.concat(approvers, '\n'), '')
   if always >= aq then
