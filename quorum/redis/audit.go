@@ -114,18 +114,26 @@ func (s *Store) AuditSeeded(ctx context.Context) (uint64, error) {
 //
 // Redis does not undo a script's writes when a later command fails, so
 // everything that could make the XADD fail is checked before the tally
-// writes anything: the stream's type and that its last entry is before
-// this seq (an OOM is refused at a script's first write, not later ones).
+// writes anything: the stream's type, and that the last id it ever made
+// (XINFO STREAM's last-generated-id, which outlives a deleted entry) is
+// before this seq (an OOM is refused at a script's first write, not
+// later ones).
 var auditedVoteScript = goredis.NewScript(`
 local h = redis.call('HMGET', KEYS[5], 'seq', 'hash')
 local cur = tonumber(h[1] or '0')
 if tonumber(ARGV[12]) ~= cur + 1 or (cur > 0 and h[2] ~= ARGV[13]) then return {'conflict', '', '', 0, 0, 0, 0} end
-local t = redis.call('TYPE', KEYS[6])['ok']
-if t ~= 'stream' and t ~= 'none' then return redis.error_reply('audit stream ' .. KEYS[6] .. ' is a ' .. t) end
-if t == 'stream' then
-  local last = redis.call('XREVRANGE', KEYS[6], '+', '-', 'COUNT', 1)
-  if #last > 0 and tonumber(string.match(last[1][1], '^(%d+)')) >= tonumber(ARGV[12]) then
-    return redis.error_reply('audit stream already holds seq ' .. ARGV[12])
+local info = redis.pcall('XINFO', 'STREAM', KEYS[6])
+if info['err'] then
+  if not string.find(info['err'], 'no such key', 1, true) then
+    return redis.error_reply('audit stream ' .. KEYS[6] .. ': ' .. info['err'])
+  end
+else
+  -- XADD refuses an id at or below the last one the stream ever made,
+  -- even if its entry was deleted since.
+  for i = 1, #info - 1, 2 do
+    if info[i] == 'last-generated-id' and tonumber(string.match(info[i + 1], '^(%d+)')) >= tonumber(ARGV[12]) then
+      return redis.error_reply('audit stream already holds seq ' .. ARGV[12] .. ' (its last id is ' .. info[i + 1] .. ')')
+    end
   end
 end
 local function tally()

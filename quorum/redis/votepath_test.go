@@ -88,3 +88,60 @@ func TestDecisiveAuditedVoteIsOneRoundTrip(t *testing.T) {
 		})
 	}
 }
+
+// TestAuditedVoteRefusedWhereItsRecordCannotBeAppended: Redis does not
+// undo a script's writes when a later call fails, so the vote script
+// checks, before it tallies, everything that would make its record's XADD
+// fail. A vote that cannot be recorded is refused and counts for nothing:
+// the audit stream of another type; an entry at or past the record's seq;
+// and a stream whose newest entries were deleted (XTRIM, XDEL) while
+// Redis still remembers their ids, which XADD refuses.
+func TestAuditedVoteRefusedWhereItsRecordCannotBeAppended(t *testing.T) {
+	for _, backend := range bottest.Backends() {
+		t.Run(backend, func(t *testing.T) {
+			srv := bottest.Start(t, backend)
+			rdb := srv.Client(t)
+			s := qredis.New(rdb, srv.Prefix)
+			ctx := context.Background()
+			owner := bot.Identity{Platform: bot.Nostr, ID: strings.Repeat("cd", 32)}
+			p := bot.Persona{Name: "p", Owner: &bot.Person{Name: "o", Identities: []bot.Identity{owner}}, DenyQuorum: 1}
+			head, log := srv.Prefix+":{audit}:head", srv.Prefix+":{audit}:log"
+			for _, tc := range []struct {
+				name  string
+				setup func() error
+			}{
+				{"stream of another type", func() error { return rdb.Set(ctx, log, "x", 0).Err() }},
+				{"an entry at its seq", func() error {
+					return rdb.XAdd(ctx, &goredis.XAddArgs{Stream: log, ID: "1-1", Values: []string{"r", "{}"}}).Err()
+				}},
+				{"newest entries deleted", func() error {
+					for _, id := range []string{"1-1", "2-1"} {
+						if err := rdb.XAdd(ctx, &goredis.XAddArgs{Stream: log, ID: id, Values: []string{"r", "{}"}}).Err(); err != nil {
+							return err
+						}
+					}
+					return rdb.XTrimMaxLen(ctx, log, 0).Err()
+				}},
+			} {
+				t.Run(tc.name, func(t *testing.T) {
+					rdb.Del(ctx, head, log)
+					if err := tc.setup(); err != nil {
+						t.Fatal(err)
+					}
+					r := newRequest(t, s, p)
+					_, _, err := s.RecordVoteAudited(ctx, bot.Ballot{
+						RequestID: r.ID, Voter: owner, Choice: bot.Approve, Proof: bot.ProofSigned, DedupKey: "d" + r.ID, At: time.Now(),
+					}, bot.AuditRef{Seq: 1, Prev: "", Hash: "h1", Line: []byte(`{}`), Shared: true})
+					if err == nil {
+						t.Fatal("the vote was taken although its record could not be appended")
+					}
+					got, gerr := s.Get(ctx, r.ID)
+					if gerr != nil || got.Status != bot.Pending || len(got.Votes) != 0 {
+						t.Fatalf("after the refused vote: %+v, %v; want pending with no vote", got, gerr)
+					}
+				})
+			}
+			rdb.Del(ctx, head, log)
+		})
+	}
+}
