@@ -1,7 +1,6 @@
 package httpapi_test
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -43,31 +42,6 @@ func (c *testClock) Add(d time.Duration) {
 	c.at = c.at.Add(d)
 }
 
-// logBuffer is a log the server writes to while the test reads it.
-type logBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *logBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-// lines are the log's lines that contain s.
-func (l *logBuffer) lines(s string) []string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	var out []string
-	for _, line := range strings.Split(l.b.String(), "\n") {
-		if strings.Contains(line, s) {
-			out = append(out, line)
-		}
-	}
-	return out
-}
-
 const refusedLine = "calls refused: rate limited"
 
 // limitedTotal is signoff_rate_limited_total{limit} in reg.
@@ -95,12 +69,12 @@ func limitedTotal(t *testing.T, reg *prometheus.Registry, limit string) float64 
 
 // limitedSetup is authSetup with the server's clock stopped (moved only
 // by the test), the per-client limit given, and its log kept.
-func limitedSetup(t *testing.T, perSecond float64, burst int) (*authFixture, *httptest.Server, *testClock, *logBuffer) {
+func limitedSetup(t *testing.T, perSecond float64, burst int) (*authFixture, *httptest.Server, *testClock, *bottest.Buffer) {
 	t.Helper()
 	f := authSetup(t)
 	clock := &testClock{at: time.Now()}
 	f.api.Now = clock.Now
-	logs := &logBuffer{}
+	logs := &bottest.Buffer{}
 	f.api.Logger = slog.New(slog.NewTextHandler(logs, nil))
 	f.api.Limit, _ = httpapi.NewRateLimit(perSecond, burst)
 	srv := httptest.NewServer(f.api.Handler())
@@ -140,7 +114,7 @@ func TestRateLimitedClientWaitsAndSucceeds(t *testing.T) {
 	if n := limitedTotal(t, f.metrics, bot.LimitClient); n != 1 {
 		t.Errorf("signoff_rate_limited_total{limit=client} = %v, want 1", n)
 	}
-	lines := logs.lines(refusedLine)
+	lines := logs.Lines(refusedLine)
 	if len(lines) != 1 {
 		t.Fatalf("log lines for the 429: %q, want 1", lines)
 	}
@@ -184,14 +158,14 @@ func TestFloodOfRefusedCallsLogsOneLine(t *testing.T) {
 	if n := limitedTotal(t, f.metrics, bot.LimitClient); n != 50 {
 		t.Errorf("signoff_rate_limited_total{limit=client} = %v, want 50", n)
 	}
-	if lines := logs.lines(refusedLine); len(lines) != 1 || !strings.Contains(lines[0], "refused=1") {
+	if lines := logs.Lines(refusedLine); len(lines) != 1 || !strings.Contains(lines[0], "refused=1") {
 		t.Errorf("log lines for 50 refused calls: %q, want one (refused=1)", lines)
 	}
 	clock.Add(10 * time.Second)
 	if status, _, _ := call(t, srv.URL, "GET", "/v1/requests", tok, ""); status != 429 {
 		t.Fatalf("10s later: %d, want 429", status)
 	}
-	lines := logs.lines(refusedLine)
+	lines := logs.Lines(refusedLine)
 	if len(lines) != 2 || !strings.Contains(lines[1], "refused=50") {
 		t.Errorf("log lines 10s on: %q, want a second one with refused=50 (49 untold and this one)", lines)
 	}
@@ -214,7 +188,7 @@ func TestBadTokenFloodIsCountedAndLoggedOnce(t *testing.T) {
 	if n := limitedTotal(t, f.metrics, bot.LimitBadToken); n != 20 {
 		t.Errorf("signoff_rate_limited_total{limit=bad_token} = %v, want 20", n)
 	}
-	lines := logs.lines(refusedLine)
+	lines := logs.Lines(refusedLine)
 	if len(lines) != 1 || !strings.Contains(lines[0], "limit=bad_token") || !strings.Contains(lines[0], `client="address 127.0.0.1"`) {
 		t.Errorf("log lines: %q, want one for bad_token naming the address", lines)
 	}
@@ -400,7 +374,7 @@ func TestRateLimitedPublishIsPostedOnceWhenTriedAgain(t *testing.T) {
 	}
 	defer g.Close()
 	reg := prometheus.NewRegistry()
-	logs := &logBuffer{}
+	logs := &bottest.Buffer{}
 	api := &httpapi.Server{Gateway: g, Logger: slog.New(slog.NewTextHandler(logs, nil)), OnRateLimited: bot.NewMetrics(reg).RateLimited}
 	srv := httptest.NewServer(api.Handler())
 	defer srv.Close()
@@ -435,7 +409,7 @@ func TestRateLimitedPublishIsPostedOnceWhenTriedAgain(t *testing.T) {
 	if n := limitedTotal(t, reg, bot.LimitPublish); n != 1 {
 		t.Errorf("signoff_rate_limited_total{limit=publish} = %v, want 1", n)
 	}
-	if lines := logs.lines(refusedLine); len(lines) != 1 || !strings.Contains(lines[0], "limit=publish") || !strings.Contains(lines[0], "path=/v1/publish") {
+	if lines := logs.Lines(refusedLine); len(lines) != 1 || !strings.Contains(lines[0], "limit=publish") || !strings.Contains(lines[0], "path=/v1/publish") {
 		t.Errorf("log lines %q, want one for the publish limit", lines)
 	}
 }

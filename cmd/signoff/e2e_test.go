@@ -1,37 +1,22 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"os"
 	"path/filepath"
 	"regexp"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/signoff/signoff/signing"
+
+	"github.com/signoff/signoff/bot/bottest"
 )
 
-// syncBuffer is a bytes.Buffer safe for a command writing while the test reads.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
+// syncBuffer is a buffer a command writes to while the test reads it.
+type syncBuffer = bottest.Buffer
 
 // gateway runs the real `signoff serve` wiring on a loopback port with a
 // persona owned by a fresh key and returns that key's file.

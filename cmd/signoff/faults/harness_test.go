@@ -2,7 +2,6 @@ package faults
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -16,7 +15,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -26,6 +24,8 @@ import (
 	"github.com/signoff/signoff/bot"
 	"github.com/signoff/signoff/bot/httpapi"
 	"github.com/signoff/signoff/signing"
+
+	"github.com/signoff/signoff/bot/bottest"
 )
 
 var (
@@ -77,24 +77,7 @@ func freePort(t *testing.T) int {
 }
 
 // logBuffer collects a process's output for the failure message.
-type logBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *logBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *logBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
-
-func (l *logBuffer) Count(s string) int { return strings.Count(l.String(), s) }
+type logBuffer = bottest.Buffer
 
 // proc is a child process that a test owns: it is killed when the test
 // ends, whatever happened.
