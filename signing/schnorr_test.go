@@ -238,3 +238,23 @@ func TestFreshKeyFloodIsBounded(t *testing.T) {
 		}
 	}
 }
+
+// BenchmarkSign is one Nostr event signed by a parsed key: checked as the
+// gateway signs a request's event and a receipt, unchecked as the bench
+// client signs its votes (the same bytes without BIP-340's fault check).
+func BenchmarkSign(b *testing.B) {
+	k := mustKey("3333333333333333333333333333333333333333333333333333333333333333")
+	for _, c := range []struct {
+		name string
+		k    *Key
+	}{{"checked", k}, {"unchecked", k.Unchecked()}} {
+		b.Run(c.name, func(b *testing.B) {
+			ev := *ntEvent(nil)
+			for b.Loop() {
+				if err := c.k.Sign(&ev); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
