@@ -5,6 +5,7 @@ go 1.26.8
 require (
 	github.com/alicebob/miniredis/v2 v2.40.0
 	github.com/btcsuite/btcd/btcec/v2 v2.3.4
+	github.com/btcsuite/btcd/chaincfg/chainhash v1.1.0
 	github.com/bwmarrin/discordgo v0.29.0
 	github.com/creack/pty v1.1.24
 	github.com/gobwas/ws v1.5.0
@@ -28,7 +29,6 @@ require (
 require (
 	github.com/beorn7/perks v1.0.1 // indirect
 	github.com/btcsuite/btcd/btcutil v1.1.3 // indirect
-	github.com/btcsuite/btcd/chaincfg/chainhash v1.1.0 // indirect
 	github.com/cespare/xxhash/v2 v2.3.0 // indirect
 	github.com/decred/dcrd/crypto/blake256 v1.1.0 // indirect
 	github.com/decred/dcrd/dcrec/secp256k1/v4 v4.3.0 // indirect

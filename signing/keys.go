@@ -13,7 +13,6 @@ import (
 	"time"
 
 	"github.com/btcsuite/btcd/btcec/v2"
-	"github.com/btcsuite/btcd/btcec/v2/schnorr"
 	"github.com/nbd-wtf/go-nostr"
 	"github.com/nbd-wtf/go-nostr/nip19"
 )
@@ -25,6 +24,12 @@ type Key struct {
 	// priv is secret parsed once: parsing derives the public point, a
 	// scalar multiplication each signature used to repeat.
 	priv *btcec.PrivateKey
+	// oddY: the public point's Y is odd, so BIP-340 signs with the
+	// secret negated (the x-only key names the even-Y point).
+	oddY bool
+	// secp is the key pair libsecp256k1 signs with, made once (a build
+	// without -tags libsecp256k1 keeps nothing here).
+	secp secpKey
 	// fast skips the check of each signature it makes (see Unchecked).
 	fast bool
 }
@@ -74,7 +79,14 @@ func ParseKey(s string) (*Key, error) {
 		return nil, fmt.Errorf("derive public key: %w", err)
 	}
 	priv, _ := btcec.PrivKeyFromBytes(b)
-	return &Key{secret: strings.ToLower(s), public: pub, priv: priv}, nil
+	k := &Key{secret: strings.ToLower(s), public: pub, priv: priv}
+	// As btcec's schnorr.Sign reads the parity, from the compressed form.
+	k.oddY = priv.PubKey().SerializeCompressed()[0] == 0x03
+	if k.secp, err = newSecpKey(b, pub); err != nil {
+		return nil, err
+	}
+	clear(b)
+	return k, nil
 }
 
 // PublicKey returns the x-only public key in hex.
@@ -114,27 +126,23 @@ func (k *Key) SignEvent(kind int, content string, tags [][]string, at time.Time)
 	return raw, ev.ID, nil
 }
 
-// Sign signs ev in place (it sets PubKey, ID and Sig). It is go-nostr's
-// pure-Go Sign, kept here so that -tags libsecp256k1 (which also switches
-// go-nostr's own Sign to libsecp256k1 with random nonces) changes only how
-// signatures are verified: the same event signs to the same bytes in
-// every build (deterministic BIP-340 nonces, as the golden vectors pin).
+// Sign signs ev in place (it sets PubKey, ID and Sig). It is not
+// go-nostr's Sign, which -tags libsecp256k1 switches to libsecp256k1's
+// random nonces: here the same event signs to the same bytes in every
+// build (btcec's deterministic nonces, which libsecp256k1 is handed under
+// that tag; see schnorr_sign.go), as the golden vectors pin.
 func (k *Key) Sign(ev *nostr.Event) error {
 	if ev.Tags == nil {
 		ev.Tags = nostr.Tags{}
 	}
 	ev.PubKey = k.public
 	h := sha256.Sum256(ev.Serialize())
-	var opts []schnorr.SignOption
-	if k.fast {
-		opts = append(opts, schnorr.FastSign())
-	}
-	sig, err := schnorr.Sign(k.priv, h[:], opts...)
+	sig, err := k.signDigest(&h)
 	if err != nil {
 		return err
 	}
 	ev.ID = hex.EncodeToString(h[:])
-	ev.Sig = hex.EncodeToString(sig.Serialize())
+	ev.Sig = hex.EncodeToString(sig[:])
 	return nil
 }
 

@@ -24,8 +24,9 @@ var schnorrVerifiers = []SchnorrVerifier{{Name: "btcec", Verify: verifyBtcec}}
 // audit checkpoint the gateway and its clients believe.
 func VerifySchnorr(pub, msg, sig []byte) bool { return schnorrVerifiers[0].Verify(pub, msg, sig) }
 
-// SchnorrLibrary names the implementation VerifySchnorr uses ("btcec" or
-// "libsecp256k1"), for `signoff bench` and the startup log.
+// SchnorrLibrary names the implementation VerifySchnorr and Key.Sign use
+// ("btcec" or "libsecp256k1": one build tag switches both), for `signoff
+// bench` and the startup log.
 func SchnorrLibrary() string { return schnorrVerifiers[0].Name }
 
 // SchnorrVerifiers returns every compiled-in implementation, the one in

@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"os"
+	"strings"
 	"testing"
 
 	"github.com/btcsuite/btcd/btcec/v2"
@@ -52,6 +53,9 @@ func bip340Vectors(t testing.TB) []bip340Vector {
 func TestSchnorrLibraryInUse(t *testing.T) {
 	if got := SchnorrLibrary(); got != wantSchnorrLibrary {
 		t.Fatalf("VerifySchnorr uses %q, want %q for this build", got, wantSchnorrLibrary)
+	}
+	if got := schnorrSigners[0].name; got != wantSchnorrLibrary {
+		t.Fatalf("Key.Sign uses %q, want %q for this build", got, wantSchnorrLibrary)
 	}
 }
 
@@ -239,22 +243,169 @@ func TestFreshKeyFloodIsBounded(t *testing.T) {
 	}
 }
 
-// BenchmarkSign is one Nostr event signed by a parsed key: checked as the
-// gateway signs a request's event and a receipt, unchecked as the bench
-// client signs its votes (the same bytes without BIP-340's fault check).
-func BenchmarkSign(b *testing.B) {
-	k := mustKey("3333333333333333333333333333333333333333333333333333333333333333")
-	for _, c := range []struct {
-		name string
-		k    *Key
-	}{{"checked", k}, {"unchecked", k.Unchecked()}} {
-		b.Run(c.name, func(b *testing.B) {
-			ev := *ntEvent(nil)
-			for b.Loop() {
-				if err := c.k.Sign(&ev); err != nil {
-					b.Fatal(err)
+// signKeys are keys to sign with: edge scalars (1, 3 — BIP-340 vector
+// 0's — and n−1, whose point is −G) and count derived ones, with at
+// least a quarter of each public-key Y parity among them (BIP-340 signs
+// an odd-Y key's messages with its secret negated).
+func signKeys(t testing.TB, count int) []*Key {
+	t.Helper()
+	hexes := []string{
+		strings.Repeat("0", 63) + "1",
+		strings.Repeat("0", 63) + "3",
+		"fffffffffffffffffffffffffffffffebaaedce6af48a03bbfd25e8cd0364140",
+	}
+	for i := range count {
+		h := sha256.Sum256([]byte(fmt.Sprint("sign key ", i)))
+		hexes = append(hexes, hex.EncodeToString(h[:]))
+	}
+	var keys []*Key
+	odd := 0
+	for _, h := range hexes {
+		k, err := ParseKey(h)
+		if err != nil {
+			t.Fatalf("ParseKey(%s): %v", h, err)
+		}
+		if k.priv.PubKey().SerializeCompressed()[0] == 0x03 {
+			odd++
+		}
+		keys = append(keys, k)
+	}
+	if odd < len(keys)/4 || len(keys)-odd < len(keys)/4 {
+		t.Fatalf("%d of %d keys have an odd Y: want both parities", odd, len(keys))
+	}
+	return keys
+}
+
+// signMessages are messages to sign: all zeros, all ones, and count
+// derived from seed.
+func signMessages(seed string, count int) [][32]byte {
+	var ff [32]byte
+	for i := range ff {
+		ff[i] = 0xff
+	}
+	msgs := [][32]byte{{}, ff}
+	for i := range count {
+		msgs = append(msgs, sha256.Sum256([]byte(fmt.Sprint(seed, i))))
+	}
+	return msgs
+}
+
+// signMismatches signs each message with each key, checked and unchecked,
+// and counts the signatures that are not btcec's schnorr.Sign's bytes.
+func signMismatches(t testing.TB, sign func(*Key, *[32]byte) ([64]byte, error), keys []*Key, msgs [][32]byte) (n int, first string) {
+	t.Helper()
+	for _, k := range keys {
+		for _, msg := range msgs {
+			want, err := schnorr.Sign(k.priv, msg[:])
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, kk := range []*Key{k, k.Unchecked()} {
+				got, err := sign(kk, &msg)
+				if err != nil {
+					t.Fatalf("key %s (fast %v) msg %x: %v", k.public, kk.fast, msg, err)
+				}
+				if !bytes.Equal(got[:], want.Serialize()) {
+					if n == 0 {
+						first = fmt.Sprintf("key %s (odd Y %v, fast %v) msg %x: got %x, want %x", k.public, k.oddY, kk.fast, msg, got, want.Serialize())
+					}
+					n++
+				}
+			}
+		}
+	}
+	return n, first
+}
+
+// Every compiled-in signer makes btcec's schnorr.Sign's bytes, over keys
+// of both parities and many messages: what the golden vectors and a
+// receipt sealed twice rely on.
+func TestSignMatchesBtcec(t *testing.T) {
+	keys, msgs := signKeys(t, 200), signMessages("sign message ", 8)
+	for _, s := range schnorrSigners {
+		t.Run(s.name, func(t *testing.T) {
+			if n, first := signMismatches(t, s.sign, keys, msgs); n > 0 {
+				t.Errorf("%d signatures differ from btcec's; first: %s", n, first)
+			}
+		})
+	}
+}
+
+// The official vectors' keys: each parses to its vector's public key, and
+// every signer's signature (btcec's nonce, not the vectors' aux_rand, so
+// not the vectors' signatures) is btcec's and verifies with every
+// verifier under that public key.
+func TestSignBIP340VectorKeys(t *testing.T) {
+	f, err := os.Open("testdata/bip340-vectors.csv")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	rows, err := csv.NewReader(f).ReadAll()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var keys []*Key
+	for _, r := range rows[1:] {
+		if r[1] == "" {
+			continue // a verification-only vector
+		}
+		k, err := ParseKey(r[1])
+		if err != nil {
+			t.Fatalf("vector %s: %v", r[0], err)
+		}
+		if k.PublicKey() != strings.ToLower(r[2]) {
+			t.Fatalf("vector %s: public key %s, want %s", r[0], k.PublicKey(), strings.ToLower(r[2]))
+		}
+		keys = append(keys, k)
+	}
+	if len(keys) < 4 {
+		t.Fatalf("%d vectors with a secret key, want 4", len(keys))
+	}
+	msgs := signMessages("vector message ", 4)
+	for _, s := range schnorrSigners {
+		t.Run(s.name, func(t *testing.T) {
+			if n, first := signMismatches(t, s.sign, keys, msgs); n > 0 {
+				t.Errorf("%d signatures differ from btcec's; first: %s", n, first)
+			}
+			for _, k := range keys {
+				pub, _ := hex.DecodeString(k.public)
+				for _, msg := range msgs {
+					sig, err := s.sign(k, &msg)
+					if err != nil {
+						t.Fatal(err)
+					}
+					for _, v := range SchnorrVerifiers() {
+						if !v.Verify(pub, msg[:], sig[:]) {
+							t.Errorf("%s refuses %s's signature by %s of %x", v.Name, s.name, k.public, msg)
+						}
+					}
 				}
 			}
 		})
+	}
+}
+
+// BenchmarkSign is one Nostr event signed by a parsed key, by each
+// compiled-in signer: checked as the gateway signs a request's event and
+// a receipt, unchecked as the bench client signs its votes (the same
+// bytes without BIP-340's fault check).
+func BenchmarkSign(b *testing.B) {
+	k := mustKey("3333333333333333333333333333333333333333333333333333333333333333")
+	ev := ntEvent(nil)
+	for _, s := range schnorrSigners {
+		for _, c := range []struct {
+			name string
+			k    *Key
+		}{{"checked", k}, {"unchecked", k.Unchecked()}} {
+			b.Run(s.name+"/"+c.name, func(b *testing.B) {
+				for b.Loop() {
+					h := sha256.Sum256(ev.Serialize())
+					if _, err := s.sign(c.k, &h); err != nil {
+						b.Fatal(err)
+					}
+				}
+			})
+		}
 	}
 }

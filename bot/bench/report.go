@@ -137,9 +137,9 @@ func (r *Report) Print(w io.Writer) {
 		// machine the gateway shares with it, these cores are not the
 		// gateway's.
 		cores := float64(sign) * float64(l.Votes) / float64(l.Elapsed)
-		how := "btcec, without checking each signature"
+		how := signing.SchnorrLibrary() + ", without checking each signature"
 		if c.CheckedSigning {
-			how = "btcec, each signature checked"
+			how = signing.SchnorrLibrary() + ", each signature checked"
 		}
 		fmt.Fprintf(w, "  bench client signing reactions      %s each (unloaded p50, %s): ≈ %.2f of %d cores in the loaded phase\n",
 			Dur(sign), how, cores, runtime.NumCPU())
