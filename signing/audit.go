@@ -14,9 +14,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/btcsuite/btcd/btcec/v2"
-	"github.com/btcsuite/btcd/btcec/v2/schnorr"
-
 	"github.com/signoff/signoff/bot"
 )
 
@@ -113,7 +110,6 @@ type AuditLog struct {
 	path      string
 	f         *os.File
 	key       *Key
-	priv      *btcec.PrivateKey
 	opt       AuditOptions
 	seq       uint64 // the last record in the chain as this log knows it
 	prev      string
@@ -165,12 +161,6 @@ func OpenAuditWith(ctx context.Context, path string, key *Key, opt AuditOptions)
 	if b, ok := opt.Store.(bot.AuditBatcher); ok && b.CanBatchAudit() && !opt.NoBatch {
 		l.batcher = b
 	}
-	sk, err := hex.DecodeString(key.secret)
-	if err != nil {
-		f.Close()
-		return nil, err
-	}
-	l.priv, _ = btcec.PrivKeyFromBytes(sk)
 	if err := l.recover(ctx); err != nil {
 		f.Close()
 		return nil, err
@@ -442,11 +432,11 @@ func (l *AuditLog) append(ctx context.Context, r Record, reason string, commit f
 		}
 		r.Hash = hex.EncodeToString(d[:])
 		if r.Type == TypeCheckpoint {
-			sig, err := schnorr.Sign(l.priv, d[:])
+			sig, err := l.key.signDigest(&d)
 			if err != nil {
 				return false, fmt.Errorf("audit sign: %w", err)
 			}
-			r.Sig = hex.EncodeToString(sig.Serialize())
+			r.Sig = hex.EncodeToString(sig[:])
 		}
 		line, err := json.Marshal(r)
 		if err != nil {
