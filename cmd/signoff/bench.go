@@ -40,7 +40,7 @@ func benchCmd(ctx context.Context, a *app, args []string) int {
 	n := fs.Int("n", 0, "run this many lifecycles in the loaded phase instead of --duration")
 	unloaded := fs.Int("unloaded", 200, "lifecycles run one at a time (the unloaded vote p50 and the floor beside it)")
 	cpuprofile := fs.String("cpuprofile", "", "write a CPU profile of the loaded phase here (with --spawn it holds the gateway too)")
-	checked := fs.Bool("checked-signing", false, "sign each reaction as `signoff approve` does, verifying the signature made (the default makes the same bytes without that check, about a third of the cost, so the client takes less of the machine it shares with the gateway)")
+	checked := fs.Bool("checked-signing", false, "sign each reaction as `signoff approve` does, verifying the signature made (the default makes the same bytes without that check, a third to a half of the cost, so the client takes less of the machine it shares with the gateway)")
 	groupCommit := fs.Bool("group-commit", true, "with --spawn: the audit log commits the records that wait for its chain in one round trip (false: one at a time under its lock, as before)")
 	if code, ok := parse(fs, args); !ok {
 		return code
