@@ -336,7 +336,8 @@ func TestGroupCommitDuplicateInTheMiddle(t *testing.T) {
 }
 
 // TestGroupCommitFailureInTheMiddle: the middle vote of a batch fails in
-// Redis (its request's keys are not what the script expects): it is
+// Redis (its request's hash is not what the script expects: a deadline
+// that is not a number, found before the script writes anything): it is
 // refused and not counted, and the vote after it, which found the head
 // unmoved and did nothing, is chained again and recorded.
 func TestGroupCommitFailureInTheMiddle(t *testing.T) {
@@ -347,8 +348,8 @@ func TestGroupCommitFailureInTheMiddle(t *testing.T) {
 			env, gs := gatedEnv(t, srv, p)
 			r := env.Submit(t, bot.NewRequest{Persona: "demo", Action: "terraform apply"})
 			broken := env.Submit(t, bot.NewRequest{Persona: "demo", Action: "rm -rf /"})
-			seen := srv.Prefix + ":req:{" + broken.ID + "}:seen"
-			if err := env.Redis.Set(context.Background(), seen, "not a set", 0).Err(); err != nil {
+			hash := srv.Prefix + ":req:{" + broken.ID + "}"
+			if err := env.Redis.HSet(context.Background(), hash, "due", "soon").Err(); err != nil {
 				t.Fatal(err)
 			}
 			gs.arm()

@@ -112,40 +112,31 @@ func (s *Store) AuditSeeded(ctx context.Context) (uint64, error) {
 // 8 pending index. ARGV: the vote script's eleven, 12 seq, 13 prev,
 // 14 hash, 15 line. Returns the vote script's six values and in-chain (0|1).
 //
-// Redis does not undo a script's writes when a later command fails, so
-// everything that could make the XADD fail is checked before the tally
-// writes anything: the stream's type, and that the last id it ever made
-// (XINFO STREAM's last-generated-id, which outlives a deleted entry) is
-// before this seq (an OOM is refused at a script's first write, not
-// later ones).
+// Redis does not undo a script's writes when a later call fails, so the
+// record's XADD is the script's first write (stored(), called by the vote
+// script before it writes anything): XADD refuses a stream of another
+// type, and an id at or below the last one the stream ever made, even if
+// that entry was deleted since (an OOM is refused at a script's first
+// write, not later ones). A chain with no head has no records in the
+// store; a stream there (its head was lost) is refused before that, as
+// the embedded server's XADD would take an id of a deleted entry.
 var auditedVoteScript = goredis.NewScript(`
 local h = redis.call('HMGET', KEYS[5], 'seq', 'hash')
 local cur = tonumber(h[1] or '0')
 if tonumber(ARGV[12]) ~= cur + 1 or (cur > 0 and h[2] ~= ARGV[13]) then return {'conflict', '', '', 0, 0, 0, 0} end
-local info = redis.pcall('XINFO', 'STREAM', KEYS[6])
-if info['err'] then
-  if not string.find(info['err'], 'no such key', 1, true) then
-    return redis.error_reply('audit stream ' .. KEYS[6] .. ': ' .. info['err'])
-  end
-else
-  -- XADD refuses an id at or below the last one the stream ever made,
-  -- even if its entry was deleted since.
-  for i = 1, #info - 1, 2 do
-    if info[i] == 'last-generated-id' and tonumber(string.match(info[i + 1], '^(%d+)')) >= tonumber(ARGV[12]) then
-      return redis.error_reply('audit stream already holds seq ' .. ARGV[12] .. ' (its last id is ' .. info[i + 1] .. ')')
-    end
-  end
+if cur == 0 and redis.call('EXISTS', KEYS[6]) == 1 then
+  return redis.error_reply('audit stream ' .. KEYS[6] .. ' holds records but the chain has no head')
+end
+local appended = 0
+local function stored()
+  redis.call('XADD', KEYS[6], ARGV[12] .. '-1', 'r', ARGV[15])
+  redis.call('HSET', KEYS[5], 'seq', ARGV[12], 'hash', ARGV[14])
+  appended = 1
 end
 local function tally()
 ` + voteLua + `
 end
 local res = tally()
-local appended = 0
-if res[1] ~= 'missing' and res[5] == 1 then
-  redis.call('XADD', KEYS[6], ARGV[12] .. '-1', 'r', ARGV[15])
-  redis.call('HSET', KEYS[5], 'seq', ARGV[12], 'hash', ARGV[14])
-  appended = 1
-end
 if res[4] == 1 then
   redis.call('XADD', KEYS[7], 'MAXLEN', '~', '100000', '*', 'id', ARGV[9])
   redis.call('ZREM', KEYS[8], ARGV[9])

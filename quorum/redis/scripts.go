@@ -8,7 +8,8 @@ import goredis "github.com/redis/go-redis/v9"
 // voteScript records one judged ballot and tallies, atomically: the rules
 // of quorum.Tally, applied to the vote just added.
 //
-// KEYS: 1 request hash, 2 votes list, 3 voters hash, 4 seen set
+// KEYS: 1 request hash, 2 votes list, 3 voters hash, 4 seen set (the
+// last two of a legacy request only, see requestKeys)
 // ARGV: 1 dedup key, 2 person, 3 role (owner|member|""), 4 choice,
 // 5 why (when role is ""), 6 vote JSON, 7 now (ms), 8 channel, 9 id,
 // 10 retention seconds after a decision, 11 most answers stored per request
@@ -23,96 +24,130 @@ import goredis "github.com/redis/go-redis/v9"
 // decided): waiters on every replica look again, with no round trip of
 // its own after the vote's. A decision is published there and also on
 // ARGV[8]..':final' (finalChannel), which carries nothing else.
-var voteScript = goredis.NewScript(voteLua)
+//
+// It reads everything before it writes anything, and calls stored()
+// (defined before voteLua; a no-op here) right before its first write
+// when the answer is to be stored: the audited script appends the
+// answer's record there, so a record that cannot be appended refuses the
+// vote with nothing written. A decision sets two TTLs (four on a legacy
+// request).
+var voteScript = goredis.NewScript("local function stored() end\n" + voteLua)
 
 const voteLua = `
 local function vote()
--- One read of the request's fields the tally needs.
-local req = redis.call('HMGET', KEYS[1], 'status', 'deadline', 'aq', 'dq')
+-- One read of everything the tally needs: the request's status, deadline
+-- and quorums, whether this delivery came before, the voter's earlier
+-- vote and the members' votes so far. A request made before the voters
+-- and deliveries moved into its hash (legacy: 'deadline' where later
+-- ones have 'due') keeps them in keys of their own, KEYS[3] and KEYS[4].
+local req = redis.call('HMGET', KEYS[1], 'status', 'due', 'aq', 'dq', 'd:' .. ARGV[1], 'v:' .. ARGV[2], 'ma', 'md', 'mw', 'deadline')
 local status = req[1]
 if not status then return {'missing', '', '', 0, 0} end
-if ARGV[1] ~= '' and redis.call('SADD', KEYS[4], ARGV[1]) == 0 then
-  return {'duplicate', 'this delivery was already received', status, 0, 0}
+local legacy = not req[2]
+if ARGV[1] ~= '' then
+  local seen = req[5]
+  if legacy then seen = redis.call('SISMEMBER', KEYS[4], ARGV[1]) == 1 end
+  if seen then return {'duplicate', 'this delivery was already received', status, 0, 0} end
 end
-local recorded = 1
-local function record(result, why)
-  -- Counted votes are bounded by the persona; ignored ones (anyone on a
-  -- relay can react) stop being stored past ARGV[11].
-  if result == 'ignored' and redis.call('LLEN', KEYS[2]) >= tonumber(ARGV[11]) then
-    recorded = 0
-    return
+local function approving(c) return c == 'approve' or c == 'always' end
+-- First what the vote does, from what was read; then its writes.
+local result, why, counted, decision, grant = 'ignored', '', false, nil, 0
+local fields = {} -- the request hash's fields to set
+local function set(k, v) fields[#fields + 1] = k; fields[#fields + 1] = v end
+local function names(s)
+  local t = {}
+  if s then for n in string.gmatch(s, '[^\n]+') do t[#t + 1] = n end end
+  return t
+end
+if status ~= 'pending' then
+  why = 'already decided: ' .. status
+elseif tonumber(ARGV[7]) >= tonumber(req[2] or req[10]) then
+  why = 'the deadline had passed'
+  decision = {'expired', '', 'no one answered in time, and silence is not consent'}
+elseif ARGV[3] == '' then
+  why = ARGV[5]
+elseif not approving(ARGV[4]) and ARGV[4] ~= 'deny' then
+  why = 'not an approve or deny answer'
+else
+  local prior = req[6]
+  if legacy then prior = redis.call('HGET', KEYS[3], ARGV[2]) end
+  if prior then
+    why = ARGV[2] .. ' already voted ' .. string.sub(prior, string.find(prior, ':') + 1) .. '; the first vote stands'
+  else
+    result, counted = 'counted', true
   end
+end
+if counted and ARGV[3] == 'owner' then
+  local st = 'approved'
+  if ARGV[4] == 'deny' then st = 'denied' end
+  decision = {st, ARGV[2], ''}
+  if ARGV[4] == 'always' then grant = 1 end
+elseif counted then
+  local approvers, deniers, always
+  if legacy then
+    approvers, deniers, always = {}, {}, 0
+    local all = redis.call('HGETALL', KEYS[3])
+    for i = 1, #all, 2 do
+      local v = all[i + 1]
+      if v == 'member:approve' or v == 'member:always' then table.insert(approvers, all[i])
+      elseif v == 'member:deny' then table.insert(deniers, all[i]) end
+      if v == 'member:always' then always = always + 1 end
+    end
+  else
+    approvers, deniers, always = names(req[7]), names(req[8]), tonumber(req[9] or '0')
+  end
+  if approving(ARGV[4]) then
+    table.insert(approvers, ARGV[2])
+    if ARGV[4] == 'always' then always = always + 1 end
+    if not legacy then
+      set('ma', table.concat(approvers, '\n'))
+      if ARGV[4] == 'always' then set('mw', always) end
+    end
+  else
+    table.insert(deniers, ARGV[2])
+    if not legacy then set('md', table.concat(deniers, '\n')) end
+  end
+  table.sort(approvers)
+  table.sort(deniers)
+  local aq = tonumber(req[3])
+  if ARGV[4] == 'deny' and #deniers >= tonumber(req[4]) then
+    decision = {'denied', table.concat(deniers, '\n'), ''}
+  elseif approving(ARGV[4]) and aq > 0 and #approvers >= aq then
+    decision = {'approved', table.concat(approvers, '\n'), ''}
+    if always >= aq then grant = 1 end
+  end
+end
+-- Counted votes are bounded by the persona; ignored ones (anyone on a
+-- relay can react) stop being stored past ARGV[11].
+local recorded = 1
+if result == 'ignored' and redis.call('LLEN', KEYS[2]) >= tonumber(ARGV[11]) then recorded = 0 end
+if recorded == 1 then
+  stored() -- before any write (the audited script appends the record there)
   redis.call('RPUSH', KEYS[2], result .. '\n' .. why .. '\n' .. ARGV[6])
 end
+if ARGV[1] ~= '' then
+  if legacy then redis.call('SADD', KEYS[4], ARGV[1]) else set('d:' .. ARGV[1], '1') end
+end
+if counted then
+  if legacy then redis.call('HSET', KEYS[3], ARGV[2], ARGV[3] .. ':' .. ARGV[4]) else set('v:' .. ARGV[2], ARGV[3] .. ':' .. ARGV[4]) end
+end
+if grant == 1 then set('always', '1') end
 local function finish(st, by, reason)
-  redis.call('HSET', KEYS[1], 'status', st, 'decided_at', ARGV[7], 'decided_by', by, 'reason', reason)
+  set('status', st); set('decided_at', ARGV[7]); set('decided_by', by); set('reason', reason)
+  redis.call('HSET', KEYS[1], unpack(fields))
   local ttl = tonumber(ARGV[10])
-  for i = 1, 4 do redis.call('EXPIRE', KEYS[i], ttl) end
+  local n = 2 -- the request's hash and its answers; a legacy one's voters and deliveries too
+  if legacy then n = 4 end
+  for i = 1, n do redis.call('EXPIRE', KEYS[i], ttl) end
   redis.call('PUBLISH', ARGV[8], ARGV[9])
   redis.call('PUBLISH', ARGV[8] .. ':final', ARGV[9])
 end
-local function approving(c) return c == 'approve' or c == 'always' end
-if status ~= 'pending' then
-  local why = 'already decided: ' .. status
-  record('ignored', why)
-  return {'ignored', why, status, 0, recorded}
+if decision then
+  finish(decision[1], decision[2], decision[3])
+  return {result, why, decision[1], 1, recorded, grant}
 end
-if tonumber(ARGV[7]) >= tonumber(req[2]) then
-  finish('expired', '', 'no one answered in time, and silence is not consent')
-  record('ignored', 'the deadline had passed')
-  return {'ignored', 'the deadline had passed', 'expired', 1, recorded}
-end
-if ARGV[3] == '' then
-  record('ignored', ARGV[5])
-  return {'ignored', ARGV[5], status, 0, recorded}
-end
-if not approving(ARGV[4]) and ARGV[4] ~= 'deny' then
-  local why = 'not an approve or deny answer'
-  record('ignored', why)
-  return {'ignored', why, status, 0, recorded}
-end
-local prior = redis.call('HGET', KEYS[3], ARGV[2])
-if prior then
-  local why = ARGV[2] .. ' already voted ' .. string.sub(prior, string.find(prior, ':') + 1) .. '; the first vote stands'
-  record('ignored', why)
-  return {'ignored', why, status, 0, recorded}
-end
-redis.call('HSET', KEYS[3], ARGV[2], ARGV[3] .. ':' .. ARGV[4])
-record('counted', '')
-if ARGV[3] == 'owner' then
-  local st = 'approved'
-  if ARGV[4] == 'deny' then st = 'denied' end
-  finish(st, ARGV[2], '')
-  if ARGV[4] == 'always' then
-    redis.call('HSET', KEYS[1], 'always', '1')
-    return {'counted', '', st, 1, recorded, 1}
-  end
-  return {'counted', '', st, 1, recorded, 0}
-end
-local approvers, deniers, always = {}, {}, 0
-local all = redis.call('HGETALL', KEYS[3])
-for i = 1, #all, 2 do
-  local v = all[i + 1]
-  if v == 'member:approve' or v == 'member:always' then table.insert(approvers, all[i])
-  elseif v == 'member:deny' then table.insert(deniers, all[i]) end
-  if v == 'member:always' then always = always + 1 end
-end
-table.sort(approvers)
-table.sort(deniers)
-if ARGV[4] == 'deny' and #deniers >= tonumber(req[4]) then
-  finish('denied', table.concat(deniers, '\n'), '')
-  return {'counted', '', 'denied', 1, recorded}
-end
-local aq = tonumber(req[3])
-if approving(ARGV[4]) and aq > 0 and #approvers >= aq then
-  finish('approved', table.concat(approvers, '\n'), '')
-  if always >= aq then
-    redis.call('HSET', KEYS[1], 'always', '1')
-    return {'counted', '', 'approved', 1, recorded, 1}
-  end
-  return {'counted', '', 'approved', 1, recorded, 0}
-end
-return {'counted', '', status, 0, recorded}
+if #fields > 0 then redis.call('HSET', KEYS[1], unpack(fields)) end
+return {result, why, status, 0, recorded, 0}
 end
 local res = vote()
 if res[4] == 0 and res[5] == 1 then redis.call('PUBLISH', ARGV[8], ARGV[9]) end
@@ -120,17 +155,20 @@ return res
 `
 
 // resolveScript decides a pending request without a vote (no owner, no
-// channel, expiry). KEYS: 1 request hash, 2 votes, 3 voters, 4 seen.
+// channel, expiry). KEYS: 1 request hash, 2 votes, 3 voters, 4 seen (a
+// legacy request's).
 // ARGV: 1 status, 2 reason, 3 now (ms), 4 channel, 5 id, 6 retention,
 // 7 "due" to act only when the deadline has passed.
 // Returns 1 when this call decided it.
 var resolveScript = goredis.NewScript(`
-local status = redis.call('HGET', KEYS[1], 'status')
-if status ~= 'pending' then return 0 end
-if ARGV[7] == 'due' and tonumber(ARGV[3]) < tonumber(redis.call('HGET', KEYS[1], 'deadline')) then return 0 end
+local req = redis.call('HMGET', KEYS[1], 'status', 'due', 'deadline')
+if req[1] ~= 'pending' then return 0 end
+if ARGV[7] == 'due' and tonumber(ARGV[3]) < tonumber(req[2] or req[3]) then return 0 end
 redis.call('HSET', KEYS[1], 'status', ARGV[1], 'decided_at', ARGV[3], 'decided_by', '', 'reason', ARGV[2])
 local ttl = tonumber(ARGV[6])
-for i = 1, 4 do redis.call('EXPIRE', KEYS[i], ttl) end
+local n = 2
+if not req[2] then n = 4 end
+for i = 1, n do redis.call('EXPIRE', KEYS[i], ttl) end
 redis.call('PUBLISH', ARGV[4], ARGV[5])
 redis.call('PUBLISH', ARGV[4] .. ':final', ARGV[5])
 return 1

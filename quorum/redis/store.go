@@ -64,7 +64,19 @@ func (s *Store) Client() goredis.UniversalClient { return s.rdb }
 
 func (s *Store) key(parts ...string) string { return s.prefix + ":" + strings.Join(parts, ":") }
 
-// requestKeys are the keys of one request, in the order the scripts take.
+// requestKeys are the keys of one request, in the order the scripts take:
+// its hash, its answers, its voters and its deliveries, its posted
+// messages. A request's voters ("v:<person>") and the deliveries it was
+// sent ("d:<dedup key>") are fields of its hash, beside its members'
+// approvals and denials so far ("ma", "md", "mw"), so the vote script reads
+// them in one call and a decision sets two TTLs. The voters and seen keys
+// are a legacy request's: one made by a version before that (its hash has
+// "deadline" where later ones have "due"), whose voters and deliveries are
+// still read and written there, by every version. A request made since has
+// a string at its seen key instead, so an older replica's vote script
+// fails on it with nothing written (or, with no delivery id, at the
+// missing "deadline"): during a rolling upgrade older replicas refuse
+// votes on the newer requests, and nobody votes twice.
 func (s *Store) requestKeys(id string) []string {
 	t := "{" + id + "}"
 	return []string{s.key("req", t), s.key("req", t, "votes"), s.key("req", t, "voters"), s.key("req", t, "seen"), s.key("req", t, "msgs")}
@@ -175,9 +187,10 @@ func (s *Store) Create(ctx context.Context, r *bot.Request, p bot.Persona) error
 	_, err = s.rdb.TxPipelined(ctx, func(pl goredis.Pipeliner) error {
 		pl.HSet(ctx, keys[0], map[string]any{
 			"doc": docJSON, "persona": pJSON, "status": string(bot.Pending),
-			"deadline": r.Deadline.UnixMilli(), "aq": p.ApprovalQuorum, "dq": max(p.DenyQuorum, 1),
+			"due": r.Deadline.UnixMilli(), "aq": p.ApprovalQuorum, "dq": max(p.DenyQuorum, 1),
 		})
 		pl.Expire(ctx, keys[0], ttl)
+		pl.Set(ctx, keys[3], "this request's deliveries are in its hash", ttl) // see requestKeys
 		if len(msgs) > 0 {
 			pl.RPush(ctx, keys[4], msgs...)
 			pl.Expire(ctx, keys[4], ttl)

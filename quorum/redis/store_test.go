@@ -47,8 +47,17 @@ func TestScenarios(t *testing.T) {
 }
 
 func runScenario(t *testing.T, s *qredis.Store, sc quorumtest.Scenario) {
+	runScenarioWith(t, s, sc, nil, s.RecordVote)
+}
+
+// runScenarioWith is runScenario with made(r) run on the request once it
+// is created, and each ballot cast by cast.
+func runScenarioWith(t *testing.T, s *qredis.Store, sc quorumtest.Scenario, made func(*bot.Request), cast func(context.Context, bot.Ballot) (bot.VoteOutcome, error)) {
 	ctx := context.Background()
 	r := newRequest(t, s, sc.Persona)
+	if made != nil {
+		made(r)
+	}
 	decided := 0
 	var wantRecorded []bot.Result
 	for i, b := range sc.Ballots {
@@ -60,7 +69,7 @@ func runScenario(t *testing.T, s *qredis.Store, sc quorumtest.Scenario) {
 		if key == "" {
 			key = fmt.Sprintf("delivery-%d", i)
 		}
-		out, err := s.RecordVote(ctx, bot.Ballot{
+		out, err := cast(ctx, bot.Ballot{
 			RequestID: r.ID, Voter: b.Voter, Choice: b.Choice, Proof: b.ProofOf(), DedupKey: key, At: at,
 		})
 		if err != nil {
