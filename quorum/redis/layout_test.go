@@ -160,3 +160,29 @@ func TestVotersAndDeliveriesLiveInTheRequestHash(t *testing.T) {
 		})
 	}
 }
+
+// TestMemberWhoseNameHoldsANewlineCountsOnce: the members' approvals are
+// counted apart from the names kept for decided_by, so a member called
+// "x\ny" is one approval of the three needed, not two.
+func TestMemberWhoseNameHoldsANewlineCountsOnce(t *testing.T) {
+	for _, backend := range bottest.Backends() {
+		t.Run(backend, func(t *testing.T) {
+			s := bottest.Start(t, backend).Store(t)
+			ctx := context.Background()
+			p := quorumtest.Persona(3, 3)
+			p.Members = []bot.Person{
+				{Name: "x\ny", Identities: []bot.Identity{quorumtest.Bob}},
+				{Name: "z", Identities: []bot.Identity{quorumtest.Carol}},
+				{Name: "w", Identities: []bot.Identity{quorumtest.Dave}},
+			}
+			r := newRequest(t, s, p)
+			for i, want := range []bot.Status{bot.Pending, bot.Pending, bot.Approved} {
+				voter := []bot.Identity{quorumtest.Bob, quorumtest.Carol, quorumtest.Dave}[i]
+				out, err := s.RecordVote(ctx, bot.Ballot{RequestID: r.ID, Voter: voter, Choice: bot.Approve, Proof: bot.ProofSigned, DedupKey: fmt.Sprint("nostr:", i), At: time.Now()})
+				if err != nil || out.Result != bot.Counted || out.Status != want {
+					t.Fatalf("approval %d = %+v, %v; want counted, %s", i+1, out, err, want)
+				}
+			}
+		})
+	}
+}

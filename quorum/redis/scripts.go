@@ -40,7 +40,7 @@ local function vote()
 -- vote and the members' votes so far. A request made before the voters
 -- and deliveries moved into its hash (legacy: 'deadline' where later
 -- ones have 'due') keeps them in keys of their own, KEYS[3] and KEYS[4].
-local req = redis.call('HMGET', KEYS[1], 'status', 'due', 'aq', 'dq', 'd:' .. ARGV[1], 'v:' .. ARGV[2], 'ma', 'md', 'mw', 'deadline')
+local req = redis.call('HMGET', KEYS[1], 'status', 'due', 'aq', 'dq', 'd:' .. ARGV[1], 'v:' .. ARGV[2], 'ma', 'md', 'mw', 'deadline', 'na', 'nd')
 local status = req[1]
 if not status then return {'missing', '', '', 0, 0} end
 local legacy = not req[2]
@@ -83,7 +83,10 @@ if counted and ARGV[3] == 'owner' then
   decision = {st, ARGV[2], ''}
   if ARGV[4] == 'always' then grant = 1 end
 elseif counted then
-  local approvers, deniers, always
+  -- The members who approved and denied so far (their names joined for
+  -- decided_by, counted apart: a name may hold a newline) and how many
+  -- of the approvals were "always".
+  local approvers, deniers, na, nd, always
   if legacy then
     approvers, deniers, always = {}, {}, 0
     local all = redis.call('HGETALL', KEYS[3])
@@ -93,26 +96,30 @@ elseif counted then
       elseif v == 'member:deny' then table.insert(deniers, all[i]) end
       if v == 'member:always' then always = always + 1 end
     end
+    na, nd = #approvers, #deniers
   else
-    approvers, deniers, always = names(req[7]), names(req[8]), tonumber(req[9] or '0')
+    approvers, deniers = names(req[7]), names(req[8])
+    na, nd, always = tonumber(req[11] or '0'), tonumber(req[12] or '0'), tonumber(req[9] or '0')
   end
   if approving(ARGV[4]) then
     table.insert(approvers, ARGV[2])
+    na = na + 1
     if ARGV[4] == 'always' then always = always + 1 end
     if not legacy then
-      set('ma', table.concat(approvers, '\n'))
+      set('ma', table.concat(approvers, '\n')); set('na', na)
       if ARGV[4] == 'always' then set('mw', always) end
     end
   else
     table.insert(deniers, ARGV[2])
-    if not legacy then set('md', table.concat(deniers, '\n')) end
+    nd = nd + 1
+    if not legacy then set('md', table.concat(deniers, '\n')); set('nd', nd) end
   end
   table.sort(approvers)
   table.sort(deniers)
   local aq = tonumber(req[3])
-  if ARGV[4] == 'deny' and #deniers >= tonumber(req[4]) then
+  if ARGV[4] == 'deny' and nd >= tonumber(req[4]) then
     decision = {'denied', table.concat(deniers, '\n'), ''}
-  elseif approving(ARGV[4]) and aq > 0 and #approvers >= aq then
+  elseif approving(ARGV[4]) and aq > 0 and na >= aq then
     decision = {'approved', table.concat(approvers, '\n'), ''}
     if always >= aq then grant = 1 end
   end

@@ -68,8 +68,9 @@ func (s *Store) key(parts ...string) string { return s.prefix + ":" + strings.Jo
 // its hash, its answers, its voters and its deliveries, its posted
 // messages. A request's voters ("v:<person>") and the deliveries it was
 // sent ("d:<dedup key>") are fields of its hash, beside its members'
-// approvals and denials so far ("ma", "md", "mw"), so the vote script reads
-// them in one call and a decision sets two TTLs. The voters and seen keys
+// approvals and denials so far ("ma", "md": names; "na", "nd", "mw":
+// counts), so the vote script reads them in one call and a decision sets
+// two TTLs. The voters and seen keys
 // are a legacy request's: one made by a version before that (its hash has
 // "deadline" where later ones have "due"), whose voters and deliveries are
 // still read and written there, by every version. A request made since has
