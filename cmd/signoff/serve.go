@@ -11,6 +11,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"runtime/debug"
 	"strconv"
 	"strings"
 	"sync"
@@ -58,6 +59,10 @@ func serveWith(ctx context.Context, a *app, cfg *config) int {
 	log, err := cfg.logger(a.stderr)
 	if err != nil {
 		return a.fail(err)
+	}
+	if pct, chosen := gcPercent(os.Getenv("GOGC")); !chosen {
+		debug.SetGCPercent(pct)
+		log.Info("go runtime: GOGC=400 (a vote allocates little that lives; set GOGC, and GOMEMLIMIT under a container's limit, to choose)")
 	}
 
 	// The store: embedded unless a real Redis is named.
@@ -445,4 +450,21 @@ func claimFleetKey(ctx context.Context, store *qredis.Store, key *signing.Key, c
 		"give every replica the same SIGNOFF_NOSTR_KEY (or the same gateway.key file).\n"+
 		"If the fleet's key was changed on purpose, stop the replicas under the old key and remove it: redis-cli DEL %s",
 		cur, key.Npub(), from, store.FleetKeyName())
+}
+
+// serveGCPercent is the collector's target for a gateway whose operator
+// did not choose one: a vote's garbage (its request, its JSON, its Redis
+// replies) dies with it and the live heap is small (a waiter is under
+// 2 KiB), so collecting at 5× the live heap rather than 2× costs little
+// memory and gave 8–9 % more verified votes/s (`signoff bench --spawn
+// --votes 10 --concurrency 32`, GOGC=100 and 400 alternated).
+const serveGCPercent = 400
+
+// gcPercent is the GC percent serve runs with: GOGC's own when it is set
+// (chosen: the runtime already applies it), else serveGCPercent.
+func gcPercent(env string) (pct int, chosen bool) {
+	if env != "" {
+		return 0, true
+	}
+	return serveGCPercent, false
 }
