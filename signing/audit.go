@@ -36,6 +36,11 @@ type Record struct {
 	Signer    string          `json:"signer,omitempty"`
 	Hash      string          `json:"hash"`
 	Sig       string          `json:"sig,omitempty"`
+
+	// canonical: Data and Evidence are as encoding/json writes a
+	// json.RawMessage (newRecord made them), so line and preimage append
+	// them as they are (audit_encode.go).
+	canonical bool
 }
 
 // TypeCheckpoint is the type of a signed checkpoint record.
@@ -48,15 +53,11 @@ var genesis = hex.EncodeToString(make([]byte, 32))
 func (r *Record) v1() bool { return r.Sig != "" && r.Type != TypeCheckpoint }
 
 func (r *Record) digest() ([32]byte, error) {
-	data, evidence := r.Data, r.Evidence
-	if len(evidence) == 0 {
-		evidence = json.RawMessage("null")
-	}
 	version := "signoff-audit-v2"
 	if r.v1() {
 		version = "signoff-audit-v1"
 	}
-	pre, err := json.Marshal([]any{version, r.Seq, r.Time, r.Type, r.RequestID, data, evidence, r.Prev, r.Signer})
+	pre, err := r.preimage(version)
 	if err != nil {
 		return [32]byte{}, err
 	}
@@ -366,15 +367,13 @@ func newRecord(e bot.AuditEntry) (Record, error) {
 	}
 	var evidence json.RawMessage
 	if len(e.Evidence) > 0 {
-		var buf bytes.Buffer
-		if err := json.Compact(&buf, e.Evidence); err != nil {
+		var ok bool
+		if evidence, ok = canonicalJSON(e.Evidence); !ok {
 			// Evidence that is not JSON is kept as a string.
 			evidence, _ = json.Marshal(string(e.Evidence))
-		} else {
-			evidence = buf.Bytes()
 		}
 	}
-	return Record{Type: e.Type, RequestID: e.RequestID, Data: data, Evidence: evidence}, nil
+	return Record{Type: e.Type, RequestID: e.RequestID, Data: data, Evidence: evidence, canonical: true}, nil
 }
 
 func (l *AuditLog) now() time.Time {
@@ -438,7 +437,7 @@ func (l *AuditLog) append(ctx context.Context, r Record, reason string, commit f
 			}
 			r.Sig = hex.EncodeToString(sig[:])
 		}
-		line, err := json.Marshal(r)
+		line, err := r.line()
 		if err != nil {
 			return false, err
 		}

@@ -3,7 +3,6 @@ package signing
 import (
 	"context"
 	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"time"
@@ -153,7 +152,7 @@ func (l *AuditLog) commitBatch(ctx context.Context, batch []*queued) {
 				return
 			}
 			q.r.Hash = hex.EncodeToString(d[:])
-			line, err := json.Marshal(q.r)
+			line, err := q.r.line()
 			if err != nil {
 				fail(todo, err)
 				return
