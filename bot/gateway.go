@@ -458,7 +458,10 @@ func (g *Gateway) CastVote(ctx context.Context, b Ballot) (VoteOutcome, error) {
 		if out.Recorded && !out.Notified {
 			g.changed(ctx, id)
 		}
-		g.endLocal(id)
+		// This gateway's waiters on id, whose change notice was held back
+		// meanwhile, are woken once the voter has its answer: their answers
+		// and next polls do not compete with it.
+		after(ctx, func() { g.endLocal(id) })
 		return out, nil
 	}
 	if out.Grant && g.Grants != nil {

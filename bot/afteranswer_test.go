@@ -1,0 +1,50 @@
+package bot_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/signoff/signoff/bot"
+	"github.com/signoff/signoff/bot/bottest"
+)
+
+// TestWaitersOfACountedVoteAreWokenAfterItsAnswer: a vote that leaves its
+// request pending wakes this gateway's waiters on it once the voter's
+// answer is sent (the HTTP API runs the vote's AfterResponse then), not
+// while it is being written; with no AfterResponse they are woken at once.
+func TestWaitersOfACountedVoteAreWokenAfterItsAnswer(t *testing.T) {
+	p, people := committee(2)
+	env := bottest.New(t, p, nil)
+	for _, withAfter := range []bool{true, false} {
+		r := env.Submit(t, bot.NewRequest{Persona: "demo", Action: "terraform apply"})
+		answered := make(chan *bot.Request, 1)
+		if got, _, err := env.Gateway.WaitFunc(context.Background(), r.ID, time.Minute, r.Seen, func(r *bot.Request, err error) { answered <- r }); err != nil || got != nil {
+			t.Fatalf("wait = %+v, %v; want parked", got, err)
+		}
+		ctx, later := context.Background(), (*bot.AfterResponse)(nil)
+		if withAfter {
+			ctx, later = bot.WithAfterResponse(ctx)
+		}
+		out, err := env.Gateway.CastVote(ctx, ballot(t, people[0], r))
+		if err != nil || out.Result != bot.Counted || out.Decided {
+			t.Fatalf("first of two approvals = %+v, %v; want counted, pending", out, err)
+		}
+		if withAfter {
+			select {
+			case got := <-answered:
+				t.Fatalf("the waiter was answered (%d votes) before the voter's answer was sent", len(got.Votes))
+			case <-time.After(300 * time.Millisecond):
+			}
+			later.Run()
+		}
+		select {
+		case got := <-answered:
+			if got == nil || len(got.Votes) != 1 {
+				t.Fatalf("the waiter's answer = %+v, want the request with its vote", got)
+			}
+		case <-time.After(5 * time.Second):
+			t.Fatalf("the waiter was not answered (AfterResponse %v)", withAfter)
+		}
+	}
+}
