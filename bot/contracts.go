@@ -40,6 +40,16 @@ type Store interface {
 	Ping(ctx context.Context) error
 }
 
+// NoticeStore is a Store whose change notices may carry the change.
+// WatchNotices is Watch for every change of a request, not decisions
+// alone: fn("", nil) as the subscription is (re)made, then fn(id, known)
+// for each change, where known, when not nil, returns a fresh copy of the
+// request exactly as the store held it just after that change, so a
+// waiter woken by it need not read it. quorum/redis implements it.
+type NoticeStore interface {
+	WatchNotices(ctx context.Context, fn func(id string, known func() *Request)) error
+}
+
 // Channel posts requests to one platform and edits them when decided.
 // Answers come back through a VoteSink the adapter was given.
 type Channel interface {

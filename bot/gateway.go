@@ -111,7 +111,7 @@ func (g *Gateway) Start(ctx context.Context) error {
 	go func() {
 		defer g.wg.Done()
 		for ctx.Err() == nil {
-			err := g.Store.Watch(ctx, func(id string) {
+			heard := func(id string, known func() *Request) {
 				if id == "" { // the subscription is (re)established
 					once.Do(func() { close(ready) })
 					// Decisions published while it was down were missed:
@@ -119,8 +119,14 @@ func (g *Gateway) Start(ctx context.Context) error {
 					g.hub.wakeAll()
 					return
 				}
-				g.wakeLater(id)
-			})
+				g.wakeLater(id, known)
+			}
+			var err error
+			if ns, ok := g.Store.(NoticeStore); ok {
+				err = ns.WatchNotices(ctx, heard)
+			} else {
+				err = g.Store.Watch(ctx, func(id string) { heard(id, nil) })
+			}
 			if ctx.Err() != nil {
 				return
 			}
@@ -514,7 +520,7 @@ func (g *Gateway) sealAndWake(id string, s Status, local bool) {
 	g.seal(sctx, id, s)
 	cancel()
 	if local {
-		g.local.end(id)
+		g.local.end(id) // a notice held back is this decision's: woken below
 	}
 	g.hub.wake(id)
 	if g.Outbox != nil {

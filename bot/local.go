@@ -23,9 +23,10 @@ type inFlight struct {
 }
 
 type flight struct {
-	n     int           // votes being tallied and seals being made
-	woken bool          // a change notice came meanwhile
-	done  chan struct{} // closed when n drops to 0
+	n     int             // votes being tallied and seals being made
+	woken bool            // a change notice came meanwhile
+	known func() *Request // what the last one showed (nil: read)
+	done  chan struct{}   // closed when n drops to 0
 }
 
 // begin marks a local vote or seal of id as started.
@@ -44,32 +45,35 @@ func (f *inFlight) begin(id string) {
 }
 
 // end marks one of them finished; it reports whether a change notice
-// was held back while none was left (the caller wakes the waiters).
-func (f *inFlight) end(id string) (woken bool) {
+// was held back while none was left (the caller wakes the waiters, with
+// what the last one showed).
+func (f *inFlight) end(id string) (woken bool, known func() *Request) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	fl := f.m[id]
 	if fl == nil {
-		return false
+		return false, nil
 	}
 	if fl.n--; fl.n > 0 {
-		return false
+		return false, nil
 	}
 	delete(f.m, id)
 	close(fl.done)
-	return fl.woken
+	return fl.woken, fl.known
 }
 
 // hold reports whether id has local work in flight, and if so notes a
-// change notice for it, to be acted on when that work ends.
-func (f *inFlight) hold(id string) bool {
+// change notice for it, to be acted on when that work ends. The last
+// notice held is the one that counts: what it showed (known) is the
+// request after every change noticed before it.
+func (f *inFlight) hold(id string, known func() *Request) bool {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	fl := f.m[id]
 	if fl == nil {
 		return false
 	}
-	fl.woken = true
+	fl.woken, fl.known = true, known
 	return true
 }
 
@@ -93,20 +97,20 @@ func (f *inFlight) wait(id string, d time.Duration) {
 // gateway's own seal of a decision before delivering it anyway.
 const localWaitMax = 10 * time.Second
 
-// wakeLater is the change notice's handler: a request with local work in
+// wakeLater is the change notice's handler (known: see NoticeStore): a request with local work in
 // flight is woken when that work ends.
-func (g *Gateway) wakeLater(id string) {
-	if g.local.hold(id) {
+func (g *Gateway) wakeLater(id string, known func() *Request) {
+	if g.local.hold(id, known) {
 		return
 	}
-	g.hub.wake(id)
+	g.hub.wakeKnown(id, known)
 }
 
 // endLocal ends one local vote or seal of id, waking its waiters when a
 // change notice was held back for it.
 func (g *Gateway) endLocal(id string) {
-	if g.local.end(id) {
-		g.hub.wake(id)
+	if woken, known := g.local.end(id); woken {
+		g.hub.wakeKnown(id, known)
 	}
 }
 

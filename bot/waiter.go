@@ -2,6 +2,7 @@ package bot
 
 import (
 	"context"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -43,6 +44,7 @@ type Waiter struct {
 	held  bool        // WaitHeldFunc: the requester's own wait
 	holds int64       // its Hold count when it began
 	seen  int         // the Request.Seen its caller has seen; -1: none
+	floor int         // the Request.Seen of the read it parked after (or seen); guarded by mu
 
 	mu      sync.Mutex // serializes looks
 	tmu     sync.Mutex // guards the timers
@@ -67,7 +69,7 @@ const waitLookTimeout = 10 * time.Second
 // status and its count of answers alone (ChangeStore), not a read of it
 // all.
 func (g *Gateway) WaitFunc(ctx context.Context, id string, d time.Duration, seen int, done func(*Request, error)) (*Request, *Waiter, error) {
-	w := &Waiter{g: g, id: id, done: done, seen: seen}
+	w := &Waiter{g: g, id: id, done: done, seen: seen, floor: seen}
 	g.hub.add(w) // before the read, so a decision in between still wakes us
 	if cs, ok := g.Store.(ChangeStore); ok && seen >= 0 && d > 0 {
 		if same, err := cs.Unchanged(ctx, id, seen); err == nil && same {
@@ -87,6 +89,9 @@ func (g *Gateway) WaitFunc(ctx context.Context, id string, d time.Duration, seen
 		g.hub.remove(w)
 		return r, nil, err
 	}
+	w.mu.Lock() // a look may run already
+	w.floor = max(seen, raw.Seen)
+	w.mu.Unlock()
 	return nil, w.park(d), nil
 }
 
@@ -179,7 +184,10 @@ func (w *Waiter) expire() {
 // the decision's receipt is on its way (its saving wakes us again), or it
 // never comes and the request reads denied once the seal window has
 // passed. Either way that is no change to report yet.
-func (w *Waiter) look() {
+//
+// known, when not nil, gives the request as the change left it (a
+// NoticeStore's notice): it is looked at instead of read.
+func (w *Waiter) look(known func() *Request) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if w.state.Load() {
@@ -189,9 +197,21 @@ func (w *Waiter) look() {
 	g.hub.add(w)
 	ctx, cancel := context.WithTimeout(context.Background(), waitLookTimeout)
 	defer cancel()
-	raw, err := g.Store.Get(ctx, w.id)
+	var raw *Request
+	var err error
+	if known != nil {
+		raw = known()
+	} else {
+		raw, err = g.Store.Get(ctx, w.id)
+	}
 	if err == nil && w.seen >= 0 && raw.Status == Pending && raw.Seen == w.seen {
 		return // a late notice of a change its caller has seen: still parked
+	}
+	if known != nil && raw.Status == Pending && raw.Seen < w.floor {
+		// A notice older than a read made before it came (the read's or
+		// the caller's): news to no one. A read is never older; lists
+		// only grow.
+		return
 	}
 	sealing := err == nil && raw.Status.Final() && len(raw.Receipt) == 0 && g.notary() != nil
 	r, err := g.describe(ctx, g.vouch(ctx, raw), err)
@@ -220,7 +240,7 @@ func (w *Waiter) rechecked() {
 	w.tmu.Lock()
 	w.recheck = nil
 	w.tmu.Unlock()
-	w.look()
+	w.look(nil)
 }
 
 // hub maps request ids to the waiters parked on this gateway. A request
@@ -294,15 +314,30 @@ func (h *hub) take(id string) []*Waiter {
 	return out
 }
 
-func (h *hub) wake(id string) {
-	for _, w := range h.take(id) {
-		go w.look()
+func (h *hub) wake(id string) { h.wakeKnown(id, nil) }
+
+// wakeKnown wakes id's waiters to look at what known gives, or (nil) to
+// read the request. Woken to read, a waiter leaves the hub until its look
+// has read (a notice in between is covered by that read); woken with what
+// a notice showed, it stays, so the next notice wakes it again.
+func (h *hub) wakeKnown(id string, known func() *Request) {
+	if known == nil {
+		for _, w := range h.take(id) {
+			go w.look(nil)
+		}
+		return
+	}
+	h.mu.Lock()
+	ws := slices.Clone(h.m[id])
+	h.mu.Unlock()
+	for _, w := range ws {
+		go w.look(known)
 	}
 }
 
 func (h *hub) wakeAll() {
 	for _, w := range h.take("") {
-		go w.look()
+		go w.look(nil)
 	}
 }
 

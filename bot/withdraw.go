@@ -44,7 +44,10 @@ func (g *Gateway) Withdraw(ctx context.Context, id, reason string) (*Request, er
 
 // ChangeStore tells, without reading the whole request, whether it is
 // still pending with seen answers stored (Request.Seen): then a long-poll
-// that saw it so has nothing new to see. quorum/redis implements it.
+// that saw it so has nothing new to see. quorum/redis implements it, and
+// may answer from the change notices its WatchNotices heard: ask only
+// with a waiter on id already registered where that watch wakes it, as
+// WaitFunc does.
 type ChangeStore interface {
 	Unchanged(ctx context.Context, id string, seen int) (bool, error)
 }

@@ -62,6 +62,7 @@ func TestRedisStatusWriteDoesNotApprove(t *testing.T) {
 	for _, args := range [][]string{
 		{"HSET", key, "status", "approved", "decided_by", "alice", "decided_at", now},
 		{"PUBLISH", "signoff:decided", id},
+		{"PUBLISH", "signoff:decided:final", id}, // the channel gateways follow for decisions
 	} {
 		out, err := exec.Command("redis-cli", append([]string{"-p", port}, args...)...).CombinedOutput()
 		if err != nil {

@@ -14,10 +14,17 @@ var (
 	_ bot.SnapshotStore = (*Store)(nil)
 )
 
-// Changed publishes id on the decision channel: waiters on every replica
-// look again (a vote was counted, the request is still pending).
+// Changed publishes id, as a change to read, on the notice channel and
+// on the decision channel (replicas of earlier versions follow that one):
+// waiters on every replica look again (a vote was counted, the request is
+// still pending).
 func (s *Store) Changed(ctx context.Context, id string) error {
-	if err := s.rdb.Publish(ctx, s.channel(), id).Err(); err != nil {
+	_, err := s.rdb.Pipelined(ctx, func(pl goredis.Pipeliner) error {
+		pl.Publish(ctx, s.noticeChannel(), noticeChange+id)
+		pl.Publish(ctx, s.channel(), id)
+		return nil
+	})
+	if err != nil {
 		return unavailable("publish change", err)
 	}
 	return nil
@@ -40,8 +47,17 @@ func (s *Store) PendingCount(ctx context.Context) (int64, error) {
 var _ bot.ChangeStore = (*Store)(nil)
 
 // Unchanged reports whether request id is still pending with seen answers
-// stored: one round trip of two small replies, no decoding.
+// stored: one round trip of two small replies, no decoding — or none,
+// when the last change notice WatchNotices heard of id was a vote that
+// left it pending with seen answers. That answer is as good as the round
+// trip's for a caller whose waiter on id is registered, before it asks,
+// where that watch wakes it (bot.WaitFunc): a change after that notice
+// comes later on the same subscription and wakes it, and a lost one
+// means a resubscription, which wakes every waiter and forgets.
 func (s *Store) Unchanged(ctx context.Context, id string, seen int) (bool, error) {
+	if s.notices.unchanged(id, seen) {
+		return true, nil
+	}
 	k := s.requestKeys(id)
 	var st *goredis.StringCmd
 	var n *goredis.IntCmd

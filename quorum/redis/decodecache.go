@@ -49,6 +49,8 @@ func newDecodeCache(max, maxBytes int) *decodeCache {
 type decodedEntry struct {
 	id    string
 	doc   string
+	f     fields      // the hash's fields as read (or as a notice left them)
+	epoch uint64      // the notices' epoch when the read began (see notices)
 	req   bot.Request // doc decoded, Votes and Messages unset; only copies leave
 	docMs bool        // doc had a non-nil messages list (see decode)
 	votes []decodedLine[bot.Vote]
@@ -78,6 +80,10 @@ func (c *decodeCache) get(id string) *decodedEntry {
 func (c *decodeCache) put(e *decodedEntry) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	c.putLocked(e)
+}
+
+func (c *decodeCache) putLocked(e *decodedEntry) {
 	c.removeLocked(e.id)
 	if e.size > c.maxBytes {
 		return
@@ -121,12 +127,26 @@ func (c *decodeCache) held() (int, int) {
 // "result\nwhy\njson" and a malformed one is skipped, as is a malformed
 // message.
 func (c *decodeCache) decode(id string, f fields, votes, msgs []string) (*bot.Request, error) {
+	return c.decodeAt(id, f, votes, msgs, 0)
+}
+
+// decodeAt is decode for a read that began in the notices' epoch epoch,
+// which the entry it leaves keeps.
+func (c *decodeCache) decodeAt(id string, f fields, votes, msgs []string, epoch uint64) (*bot.Request, error) {
 	var old *decodedEntry
 	if c != nil {
 		old = c.get(id)
 	}
 	e := old
-	if old == nil || old.doc != f.doc || !sameLines(old.votes, votes) || !sameLines(old.msgs, msgs) {
+	switch {
+	case old != nil && old.epoch == epoch && old.doc == f.doc && old.f == f && len(votes) < len(old.votes) &&
+		sameLines(old.votes[:len(votes)], votes) && sameLines(old.msgs, msgs):
+		// A read older than the entry (a vote notice extended it while
+		// the read was on its way): answer it, keep the entry.
+		cp := *old
+		cp.votes = old.votes[:len(votes):len(votes)]
+		e = &cp
+	case old == nil || old.doc != f.doc || !sameLines(old.votes, votes) || !sameLines(old.msgs, msgs):
 		var err error
 		if e, err = newEntry(id, f.doc, votes, msgs, old); err != nil {
 			if old != nil {
@@ -134,11 +154,22 @@ func (c *decodeCache) decode(id string, f fields, votes, msgs []string) (*bot.Re
 			}
 			return nil, err
 		}
+		e.f, e.epoch = f, epoch
 		if c != nil {
 			c.put(e)
 		}
+	case old.f != f || old.epoch != epoch:
+		cp := *old
+		cp.f, cp.epoch = f, epoch
+		e = &cp
+		c.put(e)
 	}
+	return e.request(), nil
+}
 
+// request is a fresh copy of the request e holds.
+func (e *decodedEntry) request() *bot.Request {
+	f := e.f
 	r := copyRequest(&e.req)
 	r.Status = bot.Status(f.status)
 	if ms, err := strconv.ParseInt(f.decidedAt, 10, 64); err == nil {
@@ -169,7 +200,25 @@ func (c *decodeCache) decode(id string, f fields, votes, msgs []string) (*bot.Re
 			r.Messages = append(r.Messages, l.v)
 		}
 	}
-	return r, nil
+	return r
+}
+
+// withVote is e with one more vote line (raw, decoded to v) at its end.
+func (e *decodedEntry) withVote(raw string, v bot.Vote) *decodedEntry {
+	cp := *e
+	cp.votes = append(slices.Clip(e.votes), decodedLine[bot.Vote]{raw: raw, v: v, ok: true})
+	cp.size += 2*len(raw) + 64
+	return &cp
+}
+
+// replace puts e in place of old, unless a read has put another entry
+// for its request since old was taken (then that one stays).
+func (c *decodeCache) replace(old, e *decodedEntry) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if el, ok := c.m[e.id]; ok && el.Value.(*decodedEntry) == old {
+		c.putLocked(e)
+	}
 }
 
 // newEntry decodes a request's text, reusing from old whatever is the same.

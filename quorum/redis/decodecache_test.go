@@ -73,6 +73,9 @@ func DecodeCacheLen(s *Store) int {
 	return n
 }
 
+// NoticeChannel is the channel s's change notices are published on.
+func (s *Store) NoticeChannel() string { return s.noticeChannel() }
+
 // RequestKeys are the keys of request id (hash, votes, voters, seen, msgs).
 func (s *Store) RequestKeys(id string) []string { return s.requestKeys(id) }
 

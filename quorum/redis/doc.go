@@ -6,6 +6,16 @@
 // Every key of a request carries its id as a hash tag ({id}) so a request's
 // keys share a Cluster slot; each vote is one script call, so any number of
 // gateways may tally the same request and it is decided exactly once.
-// Decisions are published on one channel: a gateway needs one subscription
-// for all its waiters.
+//
+// Changes are published on three channels, and a gateway needs one
+// subscription, to the last two, for all its waiters (WatchNotices):
+//
+//   - PREFIX:decided — each change's bare id (a vote stored, a decision, a
+//     receipt), as replicas of earlier versions and Watch follow it;
+//   - PREFIX:decided:final — each decision's id, once, and nothing else;
+//   - PREFIX:decided:notice — each other change, one message a change: a
+//     vote that left the request pending carries the vote (its index and
+//     the line stored, signed with the request's notice key), so a replica
+//     holding the request as it was just before answers its waiters with
+//     no read; messages added; anything else, to be read (notice.go).
 package redis

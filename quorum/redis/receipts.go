@@ -26,6 +26,7 @@ local status = redis.call('HGET', KEYS[1], 'status')
 if not status or status == 'pending' then return 0 end
 if redis.call('HSETNX', KEYS[1], 'receipt', ARGV[1]) == 0 then return 0 end
 redis.call('HSET', KEYS[1], 'done:seal', '1')
+redis.call('PUBLISH', ARGV[2] .. ':notice', 'c\n' .. ARGV[3])
 redis.call('PUBLISH', ARGV[2], ARGV[3])
 return 1
 `)

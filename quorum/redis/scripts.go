@@ -23,7 +23,12 @@ import goredis "github.com/redis/go-redis/v9"
 // vote counted or an answer ignored, the request still pending or already
 // decided): waiters on every replica look again, with no round trip of
 // its own after the vote's. A decision is published there and also on
-// ARGV[8]..':final' (finalChannel), which carries nothing else.
+// ARGV[8]..':final' (finalChannel), which carries nothing else. An answer
+// stored that leaves the request pending is also published on
+// ARGV[8]..':notice' (noticeChannel), before the bare id, as the vote
+// itself: its index in the votes list and the line stored, signed with
+// the request's notice key (notice.go); one stored on a decided request
+// (or on a request made before notice keys) as a change to read.
 //
 // It reads everything before it writes anything, and calls stored()
 // (defined before voteLua; a no-op here) right before its first write
@@ -34,14 +39,16 @@ import goredis "github.com/redis/go-redis/v9"
 var voteScript = goredis.NewScript("local function stored() end\n" + voteLua)
 
 const voteLua = `
+local nk, nline, nidx -- for the notice: the request's key, the line stored, its index
 local function vote()
 -- One read of everything the tally needs: the request's status, deadline
 -- and quorums, whether this delivery came before, the voter's earlier
 -- vote and the members' votes so far. A request made before the voters
 -- and deliveries moved into its hash (legacy: 'deadline' where later
 -- ones have 'due') keeps them in keys of their own, KEYS[3] and KEYS[4].
-local req = redis.call('HMGET', KEYS[1], 'status', 'due', 'aq', 'dq', 'd:' .. ARGV[1], 'v:' .. ARGV[2], 'ma', 'md', 'mw', 'deadline', 'na', 'nd')
+local req = redis.call('HMGET', KEYS[1], 'status', 'due', 'aq', 'dq', 'd:' .. ARGV[1], 'v:' .. ARGV[2], 'ma', 'md', 'mw', 'deadline', 'na', 'nd', 'nk')
 local status = req[1]
+nk = req[13]
 if not status then return {'missing', '', '', 0, 0} end
 local legacy = not req[2]
 if ARGV[1] ~= '' then
@@ -130,7 +137,8 @@ local recorded = 1
 if result == 'ignored' and redis.call('LLEN', KEYS[2]) >= tonumber(ARGV[11]) then recorded = 0 end
 if recorded == 1 then
   stored() -- before any write (the audited script appends the record there)
-  redis.call('RPUSH', KEYS[2], result .. '\n' .. why .. '\n' .. ARGV[6])
+  nline = result .. '\n' .. why .. '\n' .. ARGV[6]
+  nidx = redis.call('RPUSH', KEYS[2], nline)
 end
 if ARGV[1] ~= '' then
   if legacy then redis.call('SADD', KEYS[4], ARGV[1]) else set('d:' .. ARGV[1], '1') end
@@ -157,7 +165,15 @@ if #fields > 0 then redis.call('HSET', KEYS[1], unpack(fields)) end
 return {result, why, status, 0, recorded, 0}
 end
 local res = vote()
-if res[4] == 0 and res[5] == 1 then redis.call('PUBLISH', ARGV[8], ARGV[9]) end
+if res[4] == 0 and res[5] == 1 then
+  if res[3] == 'pending' and nk then
+    local m = ARGV[9] .. '\n' .. nidx .. '\n' .. nline
+    redis.call('PUBLISH', ARGV[8] .. ':notice', 'v\n' .. redis.sha1hex(string.sub(nk, 65) .. redis.sha1hex(string.sub(nk, 1, 64) .. m)) .. '\n' .. m)
+  else
+    redis.call('PUBLISH', ARGV[8] .. ':notice', 'c\n' .. ARGV[9])
+  end
+  redis.call('PUBLISH', ARGV[8], ARGV[9])
+end
 return res
 `
 
@@ -179,4 +195,16 @@ for i = 1, n do redis.call('EXPIRE', KEYS[i], ttl) end
 redis.call('PUBLISH', ARGV[4], ARGV[5])
 redis.call('PUBLISH', ARGV[4] .. ':final', ARGV[5])
 return 1
+`)
+
+// addMessagesScript appends a request's posted messages and announces
+// them on the notice channel in the same step, so a replica hears of them
+// before any vote stored after them. KEYS: 1 messages list. ARGV: 1
+// notice channel, 2 id, 3 TTL seconds, 4… the message lines. Returns the
+// list's length.
+var addMessagesScript = goredis.NewScript(`
+local n = redis.call('RPUSH', KEYS[1], unpack(ARGV, 4))
+redis.call('EXPIRE', KEYS[1], ARGV[3])
+redis.call('PUBLISH', ARGV[1], 'm\n' .. ARGV[2] .. '\n' .. n)
+return n
 `)

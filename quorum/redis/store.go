@@ -46,6 +46,8 @@ type Store struct {
 	// decoded keeps what reads decoded, so the next read of a request
 	// decodes only its new votes; nil decodes every read afresh.
 	decoded *decodeCache
+	// notices is what the change notices WatchNotices handles have told.
+	notices notices
 }
 
 var _ bot.Store = (*Store)(nil)
@@ -89,8 +91,18 @@ func (s *Store) channel() string { return s.key("decided") }
 // scripts that decide publish it there too); no votes, no seals.
 func (s *Store) finalChannel() string { return s.channel() + ":final" }
 
-// DecisionChannel is the pub/sub channel every decision is published on.
-func (s *Store) DecisionChannel() string { return s.channel() }
+// noticeChannel carries every change of a request, one message a change,
+// in the forms notice.go parses: a vote that left it pending with the
+// vote itself; added messages; a change to read. Decisions are on
+// finalChannel, not here. The channel set, with the decision channel
+// (each change's bare id, for replicas of earlier versions and Watch):
+// WatchNotices follows this one and finalChannel.
+func (s *Store) noticeChannel() string { return s.channel() + ":notice" }
+
+// DecisionChannel is the pub/sub channel every decision is published on,
+// and nothing else; a gateway's one subscription (WatchNotices) follows
+// it and the notice channel.
+func (s *Store) DecisionChannel() string { return s.finalChannel() }
 
 func unavailable(op string, err error) error {
 	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
@@ -187,7 +199,7 @@ func (s *Store) Create(ctx context.Context, r *bot.Request, p bot.Persona) error
 	ttl := time.Until(r.Deadline) + s.Retention
 	_, err = s.rdb.TxPipelined(ctx, func(pl goredis.Pipeliner) error {
 		pl.HSet(ctx, keys[0], map[string]any{
-			"doc": docJSON, "persona": pJSON, "status": string(bot.Pending),
+			"doc": docJSON, "persona": pJSON, "status": string(bot.Pending), "nk": newNoticeKey(),
 			"due": r.Deadline.UnixMilli(), "aq": p.ApprovalQuorum, "dq": max(p.DenyQuorum, 1),
 		})
 		pl.Expire(ctx, keys[0], ttl)
@@ -234,15 +246,23 @@ func (s *Store) remember(id string, p bot.Persona) {
 
 // AddMessages records posted messages and indexes them for Lookup.
 func (s *Store) AddMessages(ctx context.Context, id string, refs []bot.MessageRef) error {
+	if len(refs) == 0 {
+		return nil
+	}
 	keys := s.requestKeys(id)
 	ttl := s.Retention + 7*24*time.Hour
+	args := []any{s.noticeChannel(), id, int64(ttl / time.Second)}
+	for _, m := range refs {
+		b, _ := json.Marshal(m)
+		args = append(args, b)
+	}
+	if err := addMessagesScript.Run(ctx, s.rdb, keys[4:5], args...).Err(); err != nil {
+		return unavailable("add messages", err)
+	}
 	_, err := s.rdb.Pipelined(ctx, func(pl goredis.Pipeliner) error {
 		for _, m := range refs {
-			b, _ := json.Marshal(m)
-			pl.RPush(ctx, keys[4], b)
 			pl.Set(ctx, s.key("ref", m.Key()), id, ttl)
 		}
-		pl.Expire(ctx, keys[4], ttl)
 		return nil
 	})
 	if err != nil {
@@ -285,11 +305,12 @@ func (s *Store) Get(ctx context.Context, id string) (*bot.Request, error) {
 // requestFields are the fields of a request's hash that a read decodes;
 // getMany asks Redis for these only (HMGET), in this order, not for the
 // persona snapshot and the outbox's bookkeeping beside them.
-var requestFields = []string{"doc", "status", "decided_at", "decided_by", "reason", "always", "receipt"}
+var requestFields = []string{"doc", "status", "decided_at", "decided_by", "reason", "always", "receipt", "nk"}
 
-// fields is a request hash's requestFields ("" when absent).
+// fields is a request hash's requestFields ("" when absent); nk is the
+// key its vote notices are signed with (see notice.go).
 type fields struct {
-	doc, status, decidedAt, decidedBy, reason, always, receipt string
+	doc, status, decidedAt, decidedBy, reason, always, receipt, nk string
 }
 
 func fieldsOf(vals []any) fields {
@@ -301,10 +322,13 @@ func fieldsOf(vals []any) fields {
 		}
 		return ""
 	}
-	return fields{doc: s(0), status: s(1), decidedAt: s(2), decidedBy: s(3), reason: s(4), always: s(5), receipt: s(6)}
+	return fields{doc: s(0), status: s(1), decidedAt: s(2), decidedBy: s(3), reason: s(4), always: s(5), receipt: s(6), nk: s(7)}
 }
 
-// getMany loads requests in one round trip; a missing one is nil.
+// getMany loads requests in one round trip; a missing one is nil. Each
+// request's messages are read before its votes: a vote notice then
+// extends the read only if no message was added between the two (its
+// notice came first; see notices.applyVote).
 func (s *Store) getMany(ctx context.Context, ids []string) ([]*bot.Request, error) {
 	type cmds struct {
 		h     *goredis.SliceCmd
@@ -312,10 +336,12 @@ func (s *Store) getMany(ctx context.Context, ids []string) ([]*bot.Request, erro
 		msgs  *goredis.StringSliceCmd
 	}
 	all := make([]cmds, len(ids))
+	epoch := s.notices.current()
 	_, err := s.rdb.Pipelined(ctx, func(pl goredis.Pipeliner) error {
 		for i, id := range ids {
 			k := s.requestKeys(id)
-			all[i] = cmds{pl.HMGet(ctx, k[0], requestFields...), pl.LRange(ctx, k[1], 0, -1), pl.LRange(ctx, k[4], 0, -1)}
+			h, msgs := pl.HMGet(ctx, k[0], requestFields...), pl.LRange(ctx, k[4], 0, -1)
+			all[i] = cmds{h, pl.LRange(ctx, k[1], 0, -1), msgs}
 		}
 		return nil
 	})
@@ -329,7 +355,7 @@ func (s *Store) getMany(ctx context.Context, ids []string) ([]*bot.Request, erro
 			s.decoded.drop(ids[i])
 			continue
 		}
-		r, err := s.decoded.decode(ids[i], f, c.votes.Val(), c.msgs.Val())
+		r, err := s.decoded.decodeAt(ids[i], f, c.votes.Val(), c.msgs.Val(), epoch)
 		if err != nil {
 			return nil, fmt.Errorf("decode request %s: %w", ids[i], err)
 		}
