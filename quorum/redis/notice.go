@@ -40,11 +40,14 @@ import (
 // its read and the vote: status only leaves pending (and the vote found it
 // pending), the doc never changes, a vote would be at index−1 or before,
 // and messages added after the read was sent are announced before the
-// vote, in the same step that adds them. Everything else — no entry, a bad
-// tag, a gap, a decision, a change to read, a malformed message — wakes
-// the waiters to read, as does every (re)subscription, which also forgets
-// what the notices told (go-redis resubscribes after a reconnect and the
-// messages in between are lost).
+// vote, in the same step that adds them. An entry read after the vote (a
+// late notice) answers as it is: what Redis held when read. Everything
+// else — no entry, a bad tag, a replay, a gap, a decision, a change to
+// read, a malformed message — wakes the waiters to read, as does every
+// (re)subscription, which also forgets what the notices told (go-redis
+// resubscribes after a reconnect and the messages in between are lost).
+// Edits made by hand, outside the scripts, are not announced: an answer
+// from a notice shows them after the next read.
 
 const (
 	noticeVote     = "v\n"
