@@ -48,3 +48,57 @@ func TestWaitersOfACountedVoteAreWokenAfterItsAnswer(t *testing.T) {
 		}
 	}
 }
+
+// TestProgressIsHeldAfterTheAnswer: this gateway's waiters hear of a vote
+// that left the request pending ProgressHold after the voter's answer is
+// sent, never sooner; a decision is not held.
+func TestProgressIsHeldAfterTheAnswer(t *testing.T) {
+	const hold = 300 * time.Millisecond
+	p, people := committee(2)
+	env := bottest.New(t, p, nil)
+	env.Gateway.ProgressHold = hold
+	r := env.Submit(t, bot.NewRequest{Persona: "demo", Action: "terraform apply"})
+	answered := make(chan *bot.Request, 1)
+	wait := func() {
+		t.Helper()
+		if got, _, err := env.Gateway.WaitFunc(context.Background(), r.ID, time.Minute, r.Seen, func(r *bot.Request, err error) { answered <- r }); err != nil || got != nil {
+			t.Fatalf("wait = %+v, %v; want parked", got, err)
+		}
+	}
+	wait()
+	ctx, later := bot.WithAfterResponse(context.Background())
+	if out, err := env.Gateway.CastVote(ctx, ballot(t, people[0], r)); err != nil || out.Decided {
+		t.Fatalf("first of two approvals = %+v, %v; want counted, pending", out, err)
+	}
+	sent := time.Now()
+	later.Run()
+	select {
+	case got := <-answered:
+		if since := time.Since(sent); since < hold {
+			t.Fatalf("the waiter heard of the vote %v after the voter's answer, before the %v hold", since, hold)
+		}
+		if got == nil || len(got.Votes) != 1 {
+			t.Fatalf("the waiter's answer = %+v, want the request with its vote", got)
+		}
+		r.Seen = got.Seen
+	case <-time.After(5 * time.Second):
+		t.Fatal("the waiter was not answered after the hold")
+	}
+
+	// The deciding vote: its waiter is answered (once sealed) without the hold.
+	env.Gateway.ProgressHold = time.Hour
+	wait()
+	ctx, later = bot.WithAfterResponse(context.Background())
+	if out, err := env.Gateway.CastVote(ctx, ballot(t, people[1], r)); err != nil || !out.Decided {
+		t.Fatalf("second approval = %+v, %v; want the decision", out, err)
+	}
+	later.Run()
+	select {
+	case got := <-answered:
+		if got == nil || got.Status != bot.Approved {
+			t.Fatalf("the waiter's answer = %+v, want approved", got)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the decision was held (or never reached the waiter)")
+	}
+}
