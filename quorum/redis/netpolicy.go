@@ -114,33 +114,13 @@ func (s *Store) AppliedAt(ctx context.Context, id string) (int, bool, error) {
 
 // WatchPolicy subscribes to new revisions.
 func (s *Store) WatchPolicy(ctx context.Context, fn func(n int)) error {
-	ps := s.rdb.Subscribe(ctx, s.PolicyChannel())
-	defer ps.Close()
-	if _, err := ps.Receive(ctx); err != nil {
-		return unavailable("subscribe to policy", err)
-	}
-	fn(0)
-	ch := ps.ChannelWithSubscriptions(goredis.WithChannelSize(64))
-	for {
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case m, ok := <-ch:
-			if !ok {
-				return errors.New("policy subscription closed")
+	return follow(ctx, s.rdb.Subscribe(ctx, s.PolicyChannel()), "policy", 64,
+		func(m *goredis.Message) {
+			if n, err := strconv.Atoi(m.Payload); err == nil {
+				fn(n)
 			}
-			switch m := m.(type) {
-			case *goredis.Message:
-				if n, err := strconv.Atoi(m.Payload); err == nil {
-					fn(n)
-				}
-			case *goredis.Subscription:
-				if m.Kind == "subscribe" {
-					fn(0)
-				}
-			}
-		}
-	}
+		},
+		func(*goredis.Subscription) { fn(0) })
 }
 
 // SetFileHash records the digest of the policy file last loaded and

@@ -313,47 +313,30 @@ func (s *Store) WatchNotices(ctx context.Context, fn func(id string, known func(
 		s.notices.resetLocked()
 		s.notices.mu.Unlock()
 	}()
-	ps := s.rdb.Subscribe(ctx, s.noticeChannel(), s.finalChannel())
-	defer ps.Close()
-	if _, err := ps.Receive(ctx); err != nil {
-		return unavailable("subscribe", err)
-	}
 	resubscribed := func() {
 		s.notices.mu.Lock()
 		s.notices.resetLocked()
 		s.notices.mu.Unlock()
 		fn("", nil)
 	}
-	resubscribed()
-	ch := ps.ChannelWithSubscriptions(goredis.WithChannelSize(4096))
-	for {
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case m, ok := <-ch:
-			if !ok {
-				return errors.New("subscription closed")
+	return follow(ctx, s.rdb.Subscribe(ctx, s.noticeChannel(), s.finalChannel()), "", 4096,
+		func(m *goredis.Message) {
+			if m.Channel == s.finalChannel() {
+				s.forget(m.Payload)
+				fn(m.Payload, nil)
+				return
 			}
-			switch m := m.(type) {
-			case *goredis.Message:
-				if m.Channel == s.finalChannel() {
-					s.forget(m.Payload)
-					fn(m.Payload, nil)
-					continue
-				}
-				if id, known := s.heard(m.Payload); id != "" {
-					fn(id, known)
-				}
-			case *goredis.Subscription:
-				// One SUBSCRIBE makes both (go-redis resubscribes so too):
-				// the notice channel's confirmation, the first, stands for
-				// the two.
-				if m.Kind == "subscribe" && m.Channel == s.noticeChannel() {
-					resubscribed()
-				}
+			if id, known := s.heard(m.Payload); id != "" {
+				fn(id, known)
 			}
-		}
-	}
+		},
+		func(m *goredis.Subscription) {
+			// One SUBSCRIBE makes both (go-redis resubscribes so too): the
+			// notice channel's confirmation, the first, stands for the two.
+			if m == nil || m.Channel == s.noticeChannel() {
+				resubscribed()
+			}
+		})
 }
 
 // forget: something other than a vote notice changed id, or a notice

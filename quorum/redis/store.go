@@ -570,29 +570,44 @@ func (s *Store) WatchFinal(ctx context.Context, fn func(id string)) error {
 }
 
 func (s *Store) watch(ctx context.Context, channel string, fn func(id string)) error {
-	ps := s.rdb.Subscribe(ctx, channel)
+	return follow(ctx, s.rdb.Subscribe(ctx, channel), "", 4096,
+		func(m *goredis.Message) { fn(m.Payload) },
+		func(*goredis.Subscription) { fn("") })
+}
+
+// follow runs subscription ps until ctx ends or it closes: msg for each
+// message, and resub once it is subscribed (with nil) and again at each
+// channel's resubscription go-redis makes after a reconnect (messages sent
+// meanwhile are lost: resub is where a caller makes up for them). what
+// names the subscription in its errors ("" for the decisions'); size is
+// its channel's buffer.
+func follow(ctx context.Context, ps *goredis.PubSub, what string, size int, msg func(*goredis.Message), resub func(*goredis.Subscription)) error {
 	defer ps.Close()
-	if _, err := ps.Receive(ctx); err != nil {
-		return unavailable("subscribe", err)
+	name := "subscribe"
+	if what != "" {
+		name += " to " + what
 	}
-	fn("")
+	if _, err := ps.Receive(ctx); err != nil {
+		return unavailable(name, err)
+	}
+	resub(nil) // subscribed
 	// With subscriptions in the channel, go-redis' resubscription after a
 	// reconnect shows up as a *Subscription.
-	ch := ps.ChannelWithSubscriptions(goredis.WithChannelSize(4096))
+	ch := ps.ChannelWithSubscriptions(goredis.WithChannelSize(size))
 	for {
 		select {
 		case <-ctx.Done():
 			return ctx.Err()
 		case m, ok := <-ch:
 			if !ok {
-				return errors.New("subscription closed")
+				return errors.New(strings.TrimSpace(what + " subscription closed"))
 			}
 			switch m := m.(type) {
 			case *goredis.Message:
-				fn(m.Payload)
+				msg(m)
 			case *goredis.Subscription:
 				if m.Kind == "subscribe" {
-					fn("")
+					resub(m)
 				}
 			}
 		}
