@@ -677,6 +677,11 @@ func (s *Service) checkBallot(req *bot.Request, b *bot.Ballot, want bot.Choice) 
 // onDecided applies a network request approved anywhere: a channel's ✅,
 // another replica, the terminal.
 func (s *Service) onDecided(ctx context.Context, id string) {
+	if kc, ok := s.Store.(KindCache); ok {
+		if k, known := kc.KnownKind(id); known && k != bot.KindNetwork {
+			return // every replica hears every decision: most are not ours
+		}
+	}
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
 	if _, err := s.Store.Record(ctx, id); err != nil {

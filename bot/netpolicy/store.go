@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"time"
+
+	"github.com/signoff/signoff/bot"
 )
 
 // Draft is a destination the proxy refused: one per persona, host, port
@@ -64,6 +66,14 @@ var ErrMoved = errors.New("the policy changed meanwhile")
 
 // Store keeps revisions, drafts and network requests. quorum/redis
 // implements it; every replica sharing the store sees the same policy.
+// KindCache is what a Store may know of a request's kind without a round
+// trip (quorum/redis: its decode cache): a decision of a request known
+// not to be a network request is not looked up. A request's kind never
+// changes, so what is known stays true.
+type KindCache interface {
+	KnownKind(id string) (bot.Kind, bool)
+}
+
 type Store interface {
 	// CurrentRevision returns the newest revision; N is 0 (and the policy
 	// empty) when there is none.

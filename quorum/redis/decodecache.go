@@ -337,3 +337,16 @@ func copyRequest(r *bot.Request) *bot.Request {
 	}
 	return &c
 }
+
+// KnownKind is request id's kind when this store has it decoded, with no
+// round trip (a request's doc, and so its kind, never changes).
+func (s *Store) KnownKind(id string) (bot.Kind, bool) {
+	if s.decoded == nil {
+		return "", false
+	}
+	e := s.decoded.get(id)
+	if e == nil {
+		return "", false
+	}
+	return e.req.Kind, true
+}

@@ -19,6 +19,8 @@ import (
 // script runs on Redis Cluster too.
 var _ netpolicy.Store = (*Store)(nil)
 
+var _ netpolicy.KindCache = (*Store)(nil)
+
 func (s *Store) netKey(name string) string { return s.key("net", "{net}", name) }
 
 // PolicyChannel is the pub/sub channel each new revision number is
