@@ -19,6 +19,7 @@ type Commands struct {
 
 	mu    sync.Mutex
 	cmds  []string
+	args  [][]string // each command's arguments after its name
 	trips int64
 }
 
@@ -40,7 +41,11 @@ func (c *Commands) ProcessPipelineHook(next goredis.ProcessPipelineHook) goredis
 
 func (c *Commands) note(cmds ...goredis.Cmder) {
 	names := make([]string, len(cmds))
+	args := make([][]string, len(cmds))
 	for i, cmd := range cmds {
+		for _, a := range cmd.Args()[1:] {
+			args[i] = append(args[i], fmt.Sprint(a))
+		}
 		names[i] = strings.ToUpper(cmd.Name())
 		if args := cmd.Args(); len(args) > 1 {
 			names[i] += " " + fmt.Sprint(args[1])
@@ -52,6 +57,7 @@ func (c *Commands) note(cmds ...goredis.Cmder) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.cmds = append(c.cmds, names...)
+	c.args = append(c.args, args...)
 	c.trips++
 }
 
@@ -59,7 +65,7 @@ func (c *Commands) note(cmds ...goredis.Cmder) {
 func (c *Commands) Reset() {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.cmds, c.trips = nil, 0
+	c.cmds, c.args, c.trips = nil, nil, 0
 }
 
 // Trips is the round trips recorded.
@@ -77,6 +83,20 @@ func (c *Commands) Count(name, arg string) int {
 	n := 0
 	for _, s := range c.cmds {
 		if cmd, first, _ := strings.Cut(s, " "); cmd == name && strings.Contains(first, arg) {
+			n++
+		}
+	}
+	return n
+}
+
+// Sent is how many commands named name (as recorded: upper case, or as
+// Tag renamed it) were sent with arguments for which match is true.
+func (c *Commands) Sent(name string, match func(args []string) bool) int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	n := 0
+	for i, s := range c.cmds {
+		if cmd, _, _ := strings.Cut(s, " "); cmd == name && match(c.args[i]) {
 			n++
 		}
 	}

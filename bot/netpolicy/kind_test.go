@@ -2,52 +2,20 @@ package netpolicy_test
 
 import (
 	"context"
-	"fmt"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
-	goredis "github.com/redis/go-redis/v9"
-
 	"github.com/signoff/signoff/bot"
+	"github.com/signoff/signoff/bot/bottest"
 	"github.com/signoff/signoff/bot/netpolicy"
 )
 
-// lookups records the fields HGET asks of a hash whose key ends in suffix.
-type lookups struct {
-	suffix string
-	mu     sync.Mutex
-	fields map[string]int
-}
-
-func (l *lookups) DialHook(next goredis.DialHook) goredis.DialHook { return next }
-func (l *lookups) ProcessHook(next goredis.ProcessHook) goredis.ProcessHook {
-	return func(ctx context.Context, cmd goredis.Cmder) error {
-		l.note(cmd)
-		return next(ctx, cmd)
-	}
-}
-func (l *lookups) ProcessPipelineHook(next goredis.ProcessPipelineHook) goredis.ProcessPipelineHook {
-	return func(ctx context.Context, cmds []goredis.Cmder) error {
-		for _, c := range cmds {
-			l.note(c)
-		}
-		return next(ctx, cmds)
-	}
-}
-func (l *lookups) note(cmd goredis.Cmder) {
-	a := cmd.Args()
-	if len(a) == 3 && strings.EqualFold(fmt.Sprint(a[0]), "hget") && strings.HasSuffix(fmt.Sprint(a[1]), l.suffix) {
-		l.mu.Lock()
-		l.fields[fmt.Sprint(a[2])]++
-		l.mu.Unlock()
-	}
-}
-func (l *lookups) of(id string) int {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.fields[id]
+// lookedUp is how many times hook saw id asked of the network requests.
+func lookedUp(hook *bottest.Commands, id string) int {
+	return hook.Sent("HGET", func(a []string) bool {
+		return len(a) == 2 && strings.HasSuffix(a[0], ":net:{net}:reqs") && a[1] == id
+	})
 }
 
 // Every replica hears every decision. One of a request the store holds
@@ -56,8 +24,8 @@ func (l *lookups) of(id string) int {
 func TestDecisionsOfOtherKindsAreNotLookedUp(t *testing.T) {
 	w := newWorld(t, "", 0)
 	ctx := context.Background()
-	l := &lookups{suffix: ":net:{net}:reqs", fields: map[string]int{}}
-	w.env.Redis.AddHook(l)
+	hook := &bottest.Commands{}
+	w.env.Redis.AddHook(hook)
 
 	cmd := w.env.Submit(t, bot.NewRequest{Persona: "demo", Kind: bot.KindCommand, Action: "terraform apply"})
 	if _, err := w.env.Gateway.Get(ctx, cmd.ID); err != nil { // read here: decoded
@@ -82,11 +50,11 @@ func TestDecisionsOfOtherKindsAreNotLookedUp(t *testing.T) {
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
-	if l.of(nr.ID) == 0 {
+	if lookedUp(hook, nr.ID) == 0 {
 		t.Fatal("the network request's decision was applied without a look-up: the control does not see look-ups")
 	}
 	time.Sleep(200 * time.Millisecond) // a look-up of the command's, had it started, has landed
-	if n := l.of(cmd.ID); n != 0 {
+	if n := lookedUp(hook, cmd.ID); n != 0 {
 		t.Fatalf("the command's decision was looked up among network requests %d times", n)
 	}
 }
