@@ -107,6 +107,16 @@ func (s *Server) Store(t testing.TB) *qredis.Store {
 	return qredis.New(s.Client(t), s.Prefix)
 }
 
+// CountedStore is Store on a client of its own whose commands are
+// recorded, for tests of what a store sends (and the client, for a test
+// that reaches past the store).
+func (s *Server) CountedStore(t testing.TB) (*qredis.Store, *Commands, goredis.UniversalClient) {
+	rdb := s.Client(t)
+	hook := &Commands{}
+	rdb.AddHook(hook)
+	return qredis.New(rdb, s.Prefix), hook, rdb
+}
+
 func deletePrefix(c goredis.UniversalClient, prefix string) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()

@@ -82,11 +82,8 @@ func TestVoteNoticeCarriesTheVote(t *testing.T) {
 	for _, backend := range bottest.Backends() {
 		t.Run(backend, func(t *testing.T) {
 			srv := bottest.Start(t, backend)
-			rdb := srv.Client(t)
-			hook := &bottest.Commands{}
-			rdb.AddHook(hook)
-			s := qredis.New(rdb, srv.Prefix)           // the waiters' replica
-			w := qredis.New(srv.Client(t), srv.Prefix) // the voters'
+			s, hook, rdb := srv.CountedStore(t) // the waiters' replica
+			w := srv.Store(t)                   // the voters'
 			ctx := context.Background()
 			ch := watchNotices(t, s)
 			p, voters := manyMembers(6)
@@ -270,10 +267,7 @@ func TestResubscribeForgetsNotices(t *testing.T) {
 		t.Skip("needs SIGNOFF_TEST_REDIS_URL (CLIENT KILL)")
 	}
 	srv := bottest.Start(t, "redis")
-	rdb := srv.Client(t)
-	hook := &bottest.Commands{}
-	rdb.AddHook(hook)
-	s := qredis.New(rdb, srv.Prefix)
+	s, hook, _ := srv.CountedStore(t)
 	w := qredis.New(srv.Client(t), srv.Prefix)
 	ctx := context.Background()
 	ch := watchNotices(t, s)

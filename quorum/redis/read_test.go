@@ -90,10 +90,7 @@ func TestGetReadsOnlyWhatItDecodes(t *testing.T) {
 	for _, backend := range bottest.Backends() {
 		t.Run(backend, func(t *testing.T) {
 			srv := bottest.Start(t, backend)
-			rdb := srv.Client(t)
-			hook := &bottest.Commands{}
-			rdb.AddHook(hook)
-			s := qredis.New(rdb, srv.Prefix)
+			s, hook, _ := srv.CountedStore(t)
 			p, _ := manyMembers(10)
 			r := newRequest(t, s, p)
 			hook.Reset()

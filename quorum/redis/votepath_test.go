@@ -22,10 +22,7 @@ func TestLookupOnTheCreatingReplicaNeedsNoRoundTrip(t *testing.T) {
 	for _, backend := range bottest.Backends() {
 		t.Run(backend, func(t *testing.T) {
 			srv := bottest.Start(t, backend)
-			rdb := srv.Client(t)
-			hook := &bottest.Commands{}
-			rdb.AddHook(hook)
-			here := qredis.New(rdb, srv.Prefix)
+			here, hook, _ := srv.CountedStore(t)
 			other := srv.Store(t)
 			ctx := context.Background()
 			p := bot.Persona{Name: "p", Owner: &bot.Person{Name: "o"}, DenyQuorum: 1}
@@ -62,10 +59,7 @@ func TestDecisiveAuditedVoteIsOneRoundTrip(t *testing.T) {
 	for _, backend := range bottest.Backends() {
 		t.Run(backend, func(t *testing.T) {
 			srv := bottest.Start(t, backend)
-			rdb := srv.Client(t)
-			hook := &bottest.Commands{}
-			rdb.AddHook(hook)
-			s := qredis.New(rdb, srv.Prefix)
+			s, hook, rdb := srv.CountedStore(t)
 			ctx := context.Background()
 			owner := bot.Identity{Platform: bot.Nostr, ID: strings.Repeat("ab", 32)}
 			p := bot.Persona{Name: "p", Owner: &bot.Person{Name: "o", Identities: []bot.Identity{owner}}, DenyQuorum: 1}
