@@ -60,8 +60,8 @@ func serveWith(ctx context.Context, a *app, cfg *config) int {
 	if err != nil {
 		return a.fail(err)
 	}
-	if pct, chosen := gcPercent(os.Getenv("GOGC")); !chosen {
-		debug.SetGCPercent(pct)
+	if os.Getenv("GOGC") == "" { // else the runtime applied the operator's
+		debug.SetGCPercent(serveGCPercent)
 		log.Info("go runtime: GOGC=400 (a vote allocates little that lives; set GOGC, and GOMEMLIMIT under a container's limit, to choose)")
 	}
 
@@ -459,12 +459,3 @@ func claimFleetKey(ctx context.Context, store *qredis.Store, key *signing.Key, c
 // memory and gave 8–9 % more verified votes/s (`signoff bench --spawn
 // --votes 10 --concurrency 32`, GOGC=100 and 400 alternated).
 const serveGCPercent = 400
-
-// gcPercent is the GC percent serve runs with: GOGC's own when it is set
-// (chosen: the runtime already applies it), else serveGCPercent.
-func gcPercent(env string) (pct int, chosen bool) {
-	if env != "" {
-		return 0, true
-	}
-	return serveGCPercent, false
-}
