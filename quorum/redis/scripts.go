@@ -59,13 +59,9 @@ end
 local function approving(c) return c == 'approve' or c == 'always' end
 -- First what the vote does, from what was read; then its writes.
 local result, why, counted, decision, grant = 'ignored', '', false, nil, 0
-local fields = {} -- the request hash's fields to set
-local function set(k, v) fields[#fields + 1] = k; fields[#fields + 1] = v end
-local function names(s)
-  local t = {}
-  if s then for n in string.gmatch(s, '[^\n]+') do t[#t + 1] = n end end
-  return t
-end
+-- The request hash's fields to set, counted in nf (no table growth).
+local fields, nf = {false, false, false, false, false, false, false, false, false, false, false, false}, 0
+local function set(k, v) fields[nf + 1] = k; fields[nf + 2] = v; nf = nf + 2 end
 if status ~= 'pending' then
   why = 'already decided: ' .. status
 elseif tonumber(ARGV[7]) >= tonumber(req[2] or req[10]) then
@@ -84,51 +80,69 @@ else
     result, counted = 'counted', true
   end
 end
+-- decidedBy is the names of a decision's side, sorted and joined: split
+-- from what was stored (a name may hold a newline), with the vote's own.
+local function decidedBy(stored, name)
+  local t = {}
+  if stored then for n in string.gmatch(stored, '[^\n]+') do t[#t + 1] = n end end
+  t[#t + 1] = name
+  table.sort(t)
+  return table.concat(t, '\n')
+end
 if counted and ARGV[3] == 'owner' then
   local st = 'approved'
   if ARGV[4] == 'deny' then st = 'denied' end
   decision = {st, ARGV[2], ''}
   if ARGV[4] == 'always' then grant = 1 end
-elseif counted then
-  -- The members who approved and denied so far (their names joined for
-  -- decided_by, counted apart: a name may hold a newline) and how many
-  -- of the approvals were "always".
-  local approvers, deniers, na, nd, always
-  if legacy then
-    approvers, deniers, always = {}, {}, 0
-    local all = redis.call('HGETALL', KEYS[3])
-    for i = 1, #all, 2 do
-      local v = all[i + 1]
-      if v == 'member:approve' or v == 'member:always' then table.insert(approvers, all[i])
-      elseif v == 'member:deny' then table.insert(deniers, all[i]) end
-      if v == 'member:always' then always = always + 1 end
-    end
-    na, nd = #approvers, #deniers
-  else
-    approvers, deniers = names(req[7]), names(req[8])
-    na, nd, always = tonumber(req[11] or '0'), tonumber(req[12] or '0'), tonumber(req[9] or '0')
+elseif counted and legacy then
+  -- A legacy request's members' votes are in its voters hash: the
+  -- approvers and deniers so far (their names joined for decided_by,
+  -- counted apart) and how many of the approvals were "always".
+  local approvers, deniers, always = {}, {}, 0
+  local all = redis.call('HGETALL', KEYS[3])
+  for i = 1, #all, 2 do
+    local v = all[i + 1]
+    if v == 'member:approve' or v == 'member:always' then table.insert(approvers, all[i])
+    elseif v == 'member:deny' then table.insert(deniers, all[i]) end
+    if v == 'member:always' then always = always + 1 end
   end
   if approving(ARGV[4]) then
-    table.insert(approvers, ARGV[2])
-    na = na + 1
     if ARGV[4] == 'always' then always = always + 1 end
-    if not legacy then
-      set('ma', table.concat(approvers, '\n')); set('na', na)
-      if ARGV[4] == 'always' then set('mw', always) end
+    local aq = tonumber(req[3])
+    if aq > 0 and #approvers + 1 >= aq then
+      table.insert(approvers, ARGV[2])
+      table.sort(approvers)
+      decision = {'approved', table.concat(approvers, '\n'), ''}
+      if always >= aq then grant = 1 end
+    end
+  elseif #deniers + 1 >= tonumber(req[4]) then
+    table.insert(deniers, ARGV[2])
+    table.sort(deniers)
+    decision = {'denied', table.concat(deniers, '\n'), ''}
+  end
+elseif counted then
+  -- The members who approved and denied so far are their names joined
+  -- ('ma', 'md'), counted apart ('na', 'nd': a name may hold a newline),
+  -- and 'mw' of the approvals were "always". A vote appends its name and
+  -- counts itself; the names are sorted only for a decision's decided_by.
+  if approving(ARGV[4]) then
+    local na = tonumber(req[11] or '0') + 1
+    local ma = ARGV[2]
+    if req[7] then ma = req[7] .. '\n' .. ARGV[2] end
+    set('ma', ma); set('na', na)
+    local always = tonumber(req[9] or '0')
+    if ARGV[4] == 'always' then always = always + 1; set('mw', always) end
+    local aq = tonumber(req[3])
+    if aq > 0 and na >= aq then
+      decision = {'approved', decidedBy(req[7], ARGV[2]), ''}
+      if always >= aq then grant = 1 end
     end
   else
-    table.insert(deniers, ARGV[2])
-    nd = nd + 1
-    if not legacy then set('md', table.concat(deniers, '\n')); set('nd', nd) end
-  end
-  table.sort(approvers)
-  table.sort(deniers)
-  local aq = tonumber(req[3])
-  if ARGV[4] == 'deny' and nd >= tonumber(req[4]) then
-    decision = {'denied', table.concat(deniers, '\n'), ''}
-  elseif approving(ARGV[4]) and aq > 0 and na >= aq then
-    decision = {'approved', table.concat(approvers, '\n'), ''}
-    if always >= aq then grant = 1 end
+    local nd = tonumber(req[12] or '0') + 1
+    local md = ARGV[2]
+    if req[8] then md = req[8] .. '\n' .. ARGV[2] end
+    set('md', md); set('nd', nd)
+    if nd >= tonumber(req[4]) then decision = {'denied', decidedBy(req[8], ARGV[2]), ''} end
   end
 end
 -- Counted votes are bounded by the persona; ignored ones (anyone on a
@@ -149,7 +163,7 @@ end
 if grant == 1 then set('always', '1') end
 local function finish(st, by, reason)
   set('status', st); set('decided_at', ARGV[7]); set('decided_by', by); set('reason', reason)
-  redis.call('HSET', KEYS[1], unpack(fields))
+  redis.call('HSET', KEYS[1], unpack(fields, 1, nf))
   local ttl = tonumber(ARGV[10])
   local n = 2 -- the request's hash and its answers; a legacy one's voters and deliveries too
   if legacy then n = 4 end
@@ -161,7 +175,7 @@ if decision then
   finish(decision[1], decision[2], decision[3])
   return {result, why, decision[1], 1, recorded, grant}
 end
-if #fields > 0 then redis.call('HSET', KEYS[1], unpack(fields)) end
+if nf > 0 then redis.call('HSET', KEYS[1], unpack(fields, 1, nf)) end
 return {result, why, status, 0, recorded, 0}
 end
 local res = vote()
