@@ -46,7 +46,8 @@ local function vote()
 -- vote and the members' votes so far. A request made before the voters
 -- and deliveries moved into its hash (legacy: 'deadline' where later
 -- ones have 'due') keeps them in keys of their own, KEYS[3] and KEYS[4].
-local req = redis.call('HMGET', KEYS[1], 'status', 'due', 'aq', 'dq', 'd:' .. ARGV[1], 'v:' .. ARGV[2], 'ma', 'md', 'mw', 'deadline', 'na', 'nd', 'nk')
+local dk, vk = 'd:' .. ARGV[1], 'v:' .. ARGV[2] -- the delivery's and the voter's fields
+local req = redis.call('HMGET', KEYS[1], 'status', 'due', 'aq', 'dq', dk, vk, 'ma', 'md', 'mw', 'deadline', 'na', 'nd', 'nk')
 local status = req[1]
 nk = req[13]
 if not status then return {'missing', '', '', 0, 0} end
@@ -130,12 +131,12 @@ elseif counted then
     local ma = ARGV[2]
     if req[7] then ma = req[7] .. '\n' .. ARGV[2] end
     set('ma', ma); set('na', na)
-    local always = tonumber(req[9] or '0')
-    if ARGV[4] == 'always' then always = always + 1; set('mw', always) end
+    local always = req[9]
+    if ARGV[4] == 'always' then always = tonumber(always or '0') + 1; set('mw', always) end
     local aq = tonumber(req[3])
     if aq > 0 and na >= aq then
       decision = {'approved', decidedBy(req[7], ARGV[2]), ''}
-      if always >= aq then grant = 1 end
+      if tonumber(always or '0') >= aq then grant = 1 end
     end
   else
     local nd = tonumber(req[12] or '0') + 1
@@ -155,10 +156,10 @@ if recorded == 1 then
   nidx = redis.call('RPUSH', KEYS[2], nline)
 end
 if ARGV[1] ~= '' then
-  if legacy then redis.call('SADD', KEYS[4], ARGV[1]) else set('d:' .. ARGV[1], '1') end
+  if legacy then redis.call('SADD', KEYS[4], ARGV[1]) else set(dk, '1') end
 end
 if counted then
-  if legacy then redis.call('HSET', KEYS[3], ARGV[2], ARGV[3] .. ':' .. ARGV[4]) else set('v:' .. ARGV[2], ARGV[3] .. ':' .. ARGV[4]) end
+  if legacy then redis.call('HSET', KEYS[3], ARGV[2], ARGV[3] .. ':' .. ARGV[4]) else set(vk, ARGV[3] .. ':' .. ARGV[4]) end
 end
 if grant == 1 then set('always', '1') end
 local function finish(st, by, reason)
