@@ -12,7 +12,6 @@ import (
 
 	"github.com/signoff/signoff/bot"
 	"github.com/signoff/signoff/bot/bottest"
-	"github.com/signoff/signoff/quorum/quorumtest"
 )
 
 // BenchmarkRecordVoteAudited is the vote script as the gateway runs it
@@ -27,14 +26,7 @@ func BenchmarkRecordVoteAudited(b *testing.B) {
 			srv := bottest.Start(b, backend)
 			s := srv.Store(b)
 			ctx := context.Background()
-			p := quorumtest.Persona(10, 1)
-			p.Members = nil
-			var voters []bot.Identity
-			for i := range 10 {
-				id := quorumtest.NostrID(fmt.Sprint("member", i))
-				voters = append(voters, id)
-				p.Members = append(p.Members, bot.Person{Name: fmt.Sprint("member", i), Identities: []bot.Identity{id}})
-			}
+			p, voters := membersPersona(10, 10)
 			reqs := make([]string, (b.N+len(voters)-1)/len(voters))
 			for i := range reqs {
 				reqs[i] = newRequest(b, s, p).ID
