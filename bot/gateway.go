@@ -59,6 +59,10 @@ type Gateway struct {
 	// receipts caches verified receipts by their raw JSON (openReceipt).
 	receiptsMu sync.Mutex
 	receipts   map[string]Receipt
+	// audited holds requests whose decision record this gateway appended
+	// (outbox.go: auditDecisionOnce).
+	auditedMu sync.Mutex
+	audited   map[string]struct{}
 	done       <-chan struct{} // closed when the gateway stops
 	lastNudge  time.Time       // guarded by mu
 	wg         sync.WaitGroup

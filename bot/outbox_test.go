@@ -5,6 +5,7 @@ import (
 	"io"
 	"log/slog"
 	"runtime"
+	"strings"
 	"testing"
 	"time"
 
@@ -159,5 +160,44 @@ func TestDecisionNeverEnqueuedIsSweptAndEditedOnce(t *testing.T) {
 	}
 	if n := countRecords(b.Chain(t), "decision", r.ID); n != 1 {
 		t.Fatalf("%d decision records, want exactly 1", n)
+	}
+}
+
+// TestOwnApprovalIsNotAuditedAgainByItsOutbox: the replica that approves
+// appends the decision record before the receipt; its own outbox
+// delivery, which follows, sends no second attempt at that record (it
+// used to, and the store refused it as audited: a script call, a line
+// written to the file and taken back, per decision). Still one record.
+func TestOwnApprovalIsNotAuditedAgainByItsOutbox(t *testing.T) {
+	for _, backend := range bottest.Backends() {
+		t.Run(backend, func(t *testing.T) {
+			alice := bottest.NewPerson("alice")
+			p := bot.Persona{Name: "demo", Owner: &bot.Person{Name: "alice", Identities: []bot.Identity{alice.Identity()}}, DenyQuorum: 1, Timeout: time.Minute}
+			srv := bottest.Start(t, backend)
+			_, cmds, rdb := srv.CountedStore(t)
+			a := bottest.NewOn(t, rdb, srv.Prefix, p, nil)
+			r := a.Submit(t, bot.NewRequest{Persona: "demo", Action: "terraform destroy"})
+			if out := a.React(t, alice, r, "✅"); !out.Decided || out.Status != bot.Approved {
+				t.Fatalf("vote = %+v, want it to approve", out)
+			}
+			a.Gateway.Close() // waits for the seal and delivers what the outbox holds
+			if left, _ := a.Store.ClaimOutbox(context.Background(), "check", 0, 10); len(left) != 0 {
+				t.Fatalf("outbox still holds %v: the delivery did not run", left)
+			}
+			decisionRecord := func(args []string) bool {
+				for _, a := range args {
+					if strings.Contains(a, `"type":"decision"`) && strings.Contains(a, r.ID) {
+						return true
+					}
+				}
+				return false
+			}
+			if n := cmds.Sent("EVALSHA", decisionRecord) + cmds.Sent("EVAL", decisionRecord); n != 1 {
+				t.Errorf("the decision record was sent to the store %d times, want once (the seal's); commands: %s", n, cmds)
+			}
+			if n := countRecords(a.Chain(t), "decision", r.ID); n != 1 {
+				t.Fatalf("%d decision records, want exactly 1", n)
+			}
+		})
 	}
 }

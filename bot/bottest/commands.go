@@ -44,6 +44,9 @@ func (c *Commands) note(cmds ...goredis.Cmder) {
 	args := make([][]string, len(cmds))
 	for i, cmd := range cmds {
 		for _, a := range cmd.Args()[1:] {
+			if b, ok := a.([]byte); ok { // a script's line, say: as text
+				a = string(b)
+			}
 			args[i] = append(args[i], fmt.Sprint(a))
 		}
 		names[i] = strings.ToUpper(cmd.Name())
