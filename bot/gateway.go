@@ -63,9 +63,9 @@ type Gateway struct {
 	// (outbox.go: auditDecisionOnce).
 	auditedMu sync.Mutex
 	audited   map[string]struct{}
-	done       <-chan struct{} // closed when the gateway stops
-	lastNudge  time.Time       // guarded by mu
-	wg         sync.WaitGroup
+	done      <-chan struct{} // closed when the gateway stops
+	lastNudge time.Time       // guarded by mu
+	wg        sync.WaitGroup
 	// closed is set by Close; mu orders it with wg.Add in background, so no
 	// follow-up is started while Close waits (a WaitGroup misuse).
 	mu     sync.Mutex
