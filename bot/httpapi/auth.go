@@ -128,8 +128,10 @@ func (s *Server) Routes() []Route {
 }
 
 // TokenStore is what authentication needs from the store. Nothing is
-// cached: each call reads the token, so a revocation holds at once on
-// every replica.
+// cached here: the store answers each call, from Redis or from what it
+// remembers only while it hears of every change (quorum/redis: a token
+// revoked or a first one made on any replica holds on the others as the
+// change's message reaches them).
 type TokenStore interface {
 	tokens.Lookup
 	// HasTokens reports whether any token exists.
@@ -138,6 +140,10 @@ type TokenStore interface {
 	TouchToken(ctx context.Context, id string, at time.Time) error
 	// CreateToken stores a new token (EConflict when the name is taken).
 	CreateToken(ctx context.Context, t *tokens.Token) error
+	// CreateFirstToken stores a new token only if none exists, in one
+	// step (EUnauthorized when one does): what a call without a token
+	// may make.
+	CreateFirstToken(ctx context.Context, t *tokens.Token) error
 	// Tokens lists every token by name.
 	Tokens(ctx context.Context) ([]*tokens.Token, error)
 	// RevokeToken removes a token by name (ENotFound when none).

@@ -119,7 +119,14 @@ func (s *Server) createToken(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	plain, t, err := tokens.New(s.Auth.Secret, spec, s.now())
-	if err == nil {
+	switch {
+	case err != nil:
+	case TokenFrom(r.Context()) == nil:
+		// Let in without a token, as no token existed when it was
+		// checked: made only if that still holds (another replica, or
+		// a call beside this one, may have made the first meanwhile).
+		err = s.Auth.Tokens.CreateFirstToken(r.Context(), t)
+	default:
 		err = s.Auth.Tokens.CreateToken(r.Context(), t)
 	}
 	if err != nil {

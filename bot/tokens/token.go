@@ -180,8 +180,9 @@ type Lookup interface {
 }
 
 // Authenticate checks an Authorization header against the store: the
-// token must exist now (a revocation is seen at once: nothing is cached),
-// match in constant time, and not have expired.
+// token must exist now (nothing is cached here; a store that answers from
+// memory must hear of every revocation, as quorum/redis does), match in
+// constant time, and not have expired.
 func Authenticate(ctx context.Context, store Lookup, k Secret, header string, now time.Time) (*Token, error) {
 	id, tok, err := ParseBearer(header)
 	if err != nil {

@@ -2,12 +2,16 @@ package redis
 
 import (
 	"context"
+	"encoding/hex"
+	"encoding/json"
 	"os"
 	"testing"
+	"time"
 
 	goredis "github.com/redis/go-redis/v9"
 
 	"github.com/signoff/signoff/bot"
+	"github.com/signoff/signoff/bot/tokens"
 )
 
 // SetMaxDrafts lowers the bound on drafts for a test; the returned func
@@ -34,3 +38,55 @@ func (s *Store) RecordVoteWith(ctx context.Context, b bot.Ballot, src string) (b
 	out, _, err := s.runVote(ctx, b, goredis.NewScript(src), nil, nil)
 	return out, err
 }
+
+// KeepTokensFor sets how long s answers a token, or HasTokens, from
+// memory (tokenMemoryFor outside tests): an hour shows that only a
+// message, or a resubscription, made it read again.
+func (s *Store) KeepTokensFor(d time.Duration) {
+	s.kept.mu.Lock()
+	defer s.kept.mu.Unlock()
+	s.kept.keepFor = d
+}
+
+// TokenMemoryFor is tokenMemoryFor.
+const TokenMemoryFor = tokenMemoryFor
+
+// The token scripts of the version before the token channel, as its
+// replicas and its `signoff tokens` run them: they announce nothing.
+var (
+	legacyCreateTokenScript = goredis.NewScript(`
+if redis.call('HSETNX', KEYS[1], ARGV[1], ARGV[2]) == 0 then return 0 end
+redis.call('HSET', KEYS[2], 'rec', ARGV[3])
+return 1
+`)
+	legacyRevokeTokenScript = goredis.NewScript(`
+if redis.call('HGET', KEYS[1], ARGV[1]) ~= ARGV[2] then return 0 end
+redis.call('HDEL', KEYS[1], ARGV[1])
+redis.call('DEL', KEYS[2])
+return 1
+`)
+)
+
+// CreateTokenUnannounced is CreateToken as the version before the token
+// channel makes it.
+func (s *Store) CreateTokenUnannounced(ctx context.Context, t *tokens.Token) error {
+	b, err := json.Marshal(tokenRecord{Token: *t, Hash: hex.EncodeToString(t.Hash)})
+	if err != nil {
+		return err
+	}
+	return legacyCreateTokenScript.Run(ctx, s.rdb, []string{s.tokenNames(), s.tokenKey(t.ID)}, t.Name, t.ID, b).Err()
+}
+
+// RevokeTokenUnannounced is RevokeToken as the version before the token
+// channel makes it (a token no other replica is told of).
+func (s *Store) RevokeTokenUnannounced(ctx context.Context, name string) error {
+	id, err := s.rdb.HGet(ctx, s.tokenNames(), name).Result()
+	if err != nil {
+		return err
+	}
+	return legacyRevokeTokenScript.Run(ctx, s.rdb, []string{s.tokenNames(), s.tokenKey(id)}, name, id).Err()
+}
+
+// TokenChangesHeard counts the changes, (re)subscriptions and ends s's
+// token memory has been told of.
+func (s *Store) TokenChangesHeard() uint64 { return s.kept.reading() }

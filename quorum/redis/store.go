@@ -48,6 +48,8 @@ type Store struct {
 	decoded *decodeCache
 	// notices is what the change notices WatchNotices handles have told.
 	notices notices
+	// kept is what Token and HasTokens read, while WatchTokens runs.
+	kept tokenMemory
 }
 
 var _ bot.Store = (*Store)(nil)

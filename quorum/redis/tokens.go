@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"sort"
 	"strconv"
+	"sync"
 	"time"
 
 	goredis "github.com/redis/go-redis/v9"
@@ -16,12 +17,26 @@ import (
 
 // Tokens are kept hashed (tokens.Secret.Hash), one Redis hash per token
 // plus a name → id index, all under the {tokens} hash tag so the scripts
-// run on Cluster. Nothing here is cached in the process: every replica
-// reads the record on every call, so a revocation holds at once everywhere.
+// run on Cluster.
+//
+// A replica answers Token and HasTokens from what it read before (memory,
+// below) only while it follows the token channel (WatchTokens): the
+// scripts that create or revoke a token publish its id there in the same
+// step, so a change reaches every subscribed replica, which drops what it
+// changes. A (re)subscription drops everything (what was published while
+// it was down is lost), and with no subscription every call reads Redis.
+// What is not announced — a change made by a version before the channel
+// (a rolling upgrade), a FLUSHALL or hand edit, a subscription lost
+// without go-redis noticing yet — holds at the latest after
+// tokenMemoryFor, when a remembered answer is read again.
 
 func (s *Store) tokenKey(id string) string { return s.key("{tokens}", "t", id) }
 func (s *Store) tokenNames() string        { return s.key("{tokens}", "names") }
 func (s *Store) tokenSecret() string       { return s.key("{tokens}", "secret") }
+
+// TokenChannel is where every token created or revoked is published, its
+// id as the message, by the script that does it.
+func (s *Store) TokenChannel() string { return s.key("tokens", "changed") }
 
 // tokenRecord is the stored form: the token's JSON minus its hash.
 type tokenRecord struct {
@@ -29,20 +44,27 @@ type tokenRecord struct {
 	Hash string `json:"hash"`
 }
 
-// createTokenScript adds a token unless its name is taken.
-// KEYS: 1 names index, 2 token hash. ARGV: 1 name, 2 id, 3 record JSON.
+// createTokenScript adds a token unless its name is taken, or, with
+// ARGV[5] "first", unless any token exists (it returns -1 then), and
+// publishes its id on the token channel.
+// KEYS: 1 names index, 2 token hash. ARGV: 1 name, 2 id, 3 record JSON,
+// 4 token channel, 5 "first" or "".
 var createTokenScript = goredis.NewScript(`
+if ARGV[5] == 'first' and redis.call('HLEN', KEYS[1]) > 0 then return -1 end
 if redis.call('HSETNX', KEYS[1], ARGV[1], ARGV[2]) == 0 then return 0 end
 redis.call('HSET', KEYS[2], 'rec', ARGV[3])
+redis.call('PUBLISH', ARGV[4], ARGV[2])
 return 1
 `)
 
-// revokeTokenScript removes the token called ARGV[1] if its id is still ARGV[2].
+// revokeTokenScript removes the token called ARGV[1] if its id is still
+// ARGV[2], and publishes the id on the token channel ARGV[3].
 // KEYS: 1 names index, 2 token hash. Returns 1 when removed.
 var revokeTokenScript = goredis.NewScript(`
 if redis.call('HGET', KEYS[1], ARGV[1]) ~= ARGV[2] then return 0 end
 redis.call('HDEL', KEYS[1], ARGV[1])
 redis.call('DEL', KEYS[2])
+redis.call('PUBLISH', ARGV[3], ARGV[2])
 return 1
 `)
 
@@ -55,27 +77,53 @@ return 0
 
 // CreateToken stores t; a name already in use is a conflict.
 func (s *Store) CreateToken(ctx context.Context, t *tokens.Token) error {
+	return s.createToken(ctx, t, "")
+}
+
+// CreateFirstToken stores t only if no token exists, in one step: the
+// first token, made without one, cannot be a second. EUnauthorized when
+// a token exists.
+func (s *Store) CreateFirstToken(ctx context.Context, t *tokens.Token) error {
+	return s.createToken(ctx, t, "first")
+}
+
+func (s *Store) createToken(ctx context.Context, t *tokens.Token, first string) error {
 	b, err := json.Marshal(tokenRecord{Token: *t, Hash: hex.EncodeToString(t.Hash)})
 	if err != nil {
 		return err
 	}
-	n, err := createTokenScript.Run(ctx, s.rdb, []string{s.tokenNames(), s.tokenKey(t.ID)}, t.Name, t.ID, b).Int()
+	n, err := createTokenScript.Run(ctx, s.rdb, []string{s.tokenNames(), s.tokenKey(t.ID)}, t.Name, t.ID, b, s.TokenChannel(), first).Int()
 	if err != nil {
 		return unavailable("create token", err)
 	}
-	if n == 0 {
+	switch n {
+	case 0:
 		return bot.Errorf(bot.EConflict, "a token named %q already exists (revoke it first: signoff tokens revoke %s)", t.Name, t.Name)
+	case -1:
+		return tokens.ErrNoToken
 	}
+	s.kept.forget(t.ID) // this replica need not wait for its own message
 	return nil
 }
 
 // Token returns the token with id, or ENotFound.
 func (s *Store) Token(ctx context.Context, id string) (*tokens.Token, error) {
+	now := time.Now()
+	if t, ok := s.kept.token(id, now); ok {
+		return t, nil
+	}
+	gen := s.kept.reading()
 	m, err := s.rdb.HGetAll(ctx, s.tokenKey(id)).Result()
 	if err != nil {
 		return nil, unavailable("read token", err)
 	}
-	return decodeToken(m)
+	t, err := decodeToken(m)
+	if err == nil {
+		s.kept.keep(gen, id, t, now)
+	} else {
+		s.kept.keep(gen, id, nil, now)
+	}
+	return t, err
 }
 
 func decodeToken(m map[string]string) (*tokens.Token, error) {
@@ -131,13 +179,14 @@ func (s *Store) RevokeToken(ctx context.Context, name string) (*tokens.Token, er
 		return nil, unavailable("revoke token", err)
 	}
 	t, _ := s.Token(ctx, id)
-	n, err := revokeTokenScript.Run(ctx, s.rdb, []string{s.tokenNames(), s.tokenKey(id)}, name, id).Int()
+	n, err := revokeTokenScript.Run(ctx, s.rdb, []string{s.tokenNames(), s.tokenKey(id)}, name, id, s.TokenChannel()).Int()
 	if err != nil {
 		return nil, unavailable("revoke token", err)
 	}
 	if n == 0 {
 		return nil, bot.Errorf(bot.EConflict, "token %q changed while revoking it; run the command again", name)
 	}
+	s.kept.forget(id)
 	if t == nil {
 		t = &tokens.Token{ID: id, Name: name}
 	}
@@ -146,18 +195,26 @@ func (s *Store) RevokeToken(ctx context.Context, name string) (*tokens.Token, er
 
 // HasTokens reports whether any token exists.
 func (s *Store) HasTokens(ctx context.Context) (bool, error) {
+	now := time.Now()
+	if any, ok := s.kept.hasTokens(now); ok {
+		return any, nil
+	}
+	gen := s.kept.reading()
 	n, err := s.rdb.HLen(ctx, s.tokenNames()).Result()
 	if err != nil {
 		return false, unavailable("count tokens", err)
 	}
+	s.kept.keepHas(gen, n > 0, now)
 	return n > 0, nil
 }
 
-// TouchToken records the token's last use.
+// TouchToken records the token's last use. It announces nothing (a use
+// changes no answer); what this replica remembers of the token is updated.
 func (s *Store) TouchToken(ctx context.Context, id string, at time.Time) error {
 	if err := touchTokenScript.Run(ctx, s.rdb, []string{s.tokenKey(id)}, at.UnixMilli()).Err(); err != nil && err != goredis.Nil {
 		return unavailable("touch token", err)
 	}
+	s.kept.touched(id, at)
 	return nil
 }
 
@@ -179,4 +236,192 @@ func (s *Store) TokenSecretFingerprint(ctx context.Context, fp string) (string, 
 		return "", unavailable("token secret", err)
 	}
 	return got, nil
+}
+
+// WatchTokens follows the token channel until ctx ends or the
+// subscription closes. While it does, Token and HasTokens answer from
+// memory what they read (for up to tokenMemoryFor), and each change heard
+// drops the token it names and HasTokens' answer. Everything remembered is
+// dropped as the subscription is made, at each resubscription go-redis
+// makes after a reconnect (messages sent meanwhile are lost), and as it
+// ends. subscribed, when not nil, is called after each (re)subscription.
+func (s *Store) WatchTokens(ctx context.Context, subscribed func()) error {
+	on := false
+	defer func() {
+		if on {
+			s.kept.ended()
+		}
+	}()
+	return follow(ctx, s.rdb.Subscribe(ctx, s.TokenChannel()), "tokens", 256,
+		func(m *goredis.Message) { s.kept.forget(m.Payload) },
+		func(*goredis.Subscription) {
+			s.kept.subscribed(!on)
+			on = true
+			if subscribed != nil {
+				subscribed()
+			}
+		})
+}
+
+// tokenMemoryFor is how long a token, or HasTokens' answer, read from
+// Redis is answered from memory before it is read again. Every change made
+// by this version is announced and drops it at once; this bound is for
+// what is not: during a rolling upgrade, a token revoked through a replica
+// (or a `signoff tokens` CLI) of a version before the token channel stays
+// valid on a replica that remembered it for up to this long, and a first
+// token made so closes open mode on it as late (the first token made
+// without one is still made only if none exists: CreateFirstToken); so do
+// a FLUSHALL, a hand edit, and a subscription lost before go-redis notices
+// (a peer gone silent). Short, as the egress proxy's 2 s belief in a
+// token's record (README), and long enough that the read it costs, one per
+// token and replica every 2 s, is nothing.
+const tokenMemoryFor = 2 * time.Second
+
+// maxTokensKept bounds the tokens remembered. Only tokens that exist are
+// (an unknown id is read every time, as a bad token is rate-limited), so
+// this is reached only by a store with that many tokens in use.
+const maxTokensKept = 4096
+
+// tokenMemory is what Token and HasTokens read, kept while a subscription
+// to the token channel says when it changes (see the comment at the top).
+type tokenMemory struct {
+	mu        sync.RWMutex
+	following int    // WatchTokens subscribed now; 0: nothing is answered or kept
+	gen       uint64 // bumped by each change heard, (re)subscription and end
+	byID      map[string]keptToken
+	has       keptHas
+	// keepFor is tokenMemoryFor but in tests (0 also means tokenMemoryFor).
+	keepFor time.Duration
+}
+
+type keptToken struct {
+	t  tokens.Token
+	at time.Time // when the read it came from began
+}
+
+type keptHas struct {
+	known, any bool
+	at         time.Time
+}
+
+func (m *tokenMemory) fresh(at, now time.Time) bool {
+	d := m.keepFor
+	if d == 0 {
+		d = tokenMemoryFor
+	}
+	return now.Sub(at) < d
+}
+
+// token returns a copy of the token with id, if it is remembered.
+func (m *tokenMemory) token(id string, now time.Time) (*tokens.Token, bool) {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	if m.following == 0 {
+		return nil, false
+	}
+	e, ok := m.byID[id]
+	if !ok || !m.fresh(e.at, now) {
+		return nil, false
+	}
+	t := e.t
+	return &t, true
+}
+
+func (m *tokenMemory) hasTokens(now time.Time) (any, ok bool) {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	if m.following == 0 || !m.has.known || !m.fresh(m.has.at, now) {
+		return false, false
+	}
+	return m.has.any, true
+}
+
+// reading is called before a read from Redis; what it returns is passed
+// to keep, which keeps the read only if nothing was heard meanwhile (a
+// change announced after the read began may have come before its answer).
+func (m *tokenMemory) reading() uint64 {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	return m.gen
+}
+
+// keep remembers t (nil: the token is gone) as read at at.
+func (m *tokenMemory) keep(gen uint64, id string, t *tokens.Token, at time.Time) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if t == nil {
+		delete(m.byID, id)
+		return
+	}
+	if m.following == 0 || gen != m.gen {
+		return
+	}
+	if _, ok := m.byID[id]; !ok && len(m.byID) >= maxTokensKept {
+		for k := range m.byID { // any one
+			delete(m.byID, k)
+			break
+		}
+	}
+	if m.byID == nil {
+		m.byID = map[string]keptToken{}
+	}
+	m.byID[id] = keptToken{t: *t, at: at}
+}
+
+func (m *tokenMemory) keepHas(gen uint64, any bool, at time.Time) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.following == 0 || gen != m.gen {
+		return
+	}
+	m.has = keptHas{known: true, any: any, at: at}
+}
+
+// touched sets a remembered token's last use, which no message announces.
+func (m *tokenMemory) touched(id string, at time.Time) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if e, ok := m.byID[id]; ok {
+		e.t.LastUsed = at.UTC()
+		m.byID[id] = e
+	}
+}
+
+// forget drops the token with id ("": every token) and HasTokens' answer:
+// a token was made or removed.
+func (m *tokenMemory) forget(id string) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.gen++
+	m.has = keptHas{}
+	if id == "" {
+		clear(m.byID)
+	} else {
+		delete(m.byID, id)
+	}
+}
+
+// subscribed is a (re)subscription (first: a watch's first one): what was
+// published before it may have been missed.
+func (m *tokenMemory) subscribed(first bool) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if first {
+		m.following++
+	}
+	m.dropLocked()
+}
+
+// ended is a watch's end: it no longer hears the changes.
+func (m *tokenMemory) ended() {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.following--
+	m.dropLocked()
+}
+
+func (m *tokenMemory) dropLocked() {
+	m.gen++
+	m.has = keptHas{}
+	clear(m.byID)
 }
