@@ -119,6 +119,7 @@ func authSetup(t testing.TB) *authFixture {
 	}
 	f.srv = httptest.NewServer(f.api.Handler())
 	t.Cleanup(f.srv.Close)
+	followTokens(t, env.Store) // as serve does
 	return f
 }
 

@@ -40,16 +40,13 @@ func (s *Store) RecordVoteWith(ctx context.Context, b bot.Ballot, src string) (b
 }
 
 // KeepTokensFor sets how long s answers a token, or HasTokens, from
-// memory (tokenMemoryFor outside tests): an hour shows that only a
+// memory (TokenMemoryFor outside tests): an hour shows that only a
 // message, or a resubscription, made it read again.
 func (s *Store) KeepTokensFor(d time.Duration) {
 	s.kept.mu.Lock()
 	defer s.kept.mu.Unlock()
 	s.kept.keepFor = d
 }
-
-// TokenMemoryFor is tokenMemoryFor.
-const TokenMemoryFor = tokenMemoryFor
 
 // The token scripts of the version before the token channel, as its
 // replicas and its `signoff tokens` run them: they announce nothing.

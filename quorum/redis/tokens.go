@@ -28,7 +28,7 @@ import (
 // What is not announced — a change made by a version before the channel
 // (a rolling upgrade), a FLUSHALL or hand edit, a subscription lost
 // without go-redis noticing yet — holds at the latest after
-// tokenMemoryFor, when a remembered answer is read again.
+// TokenMemoryFor, when a remembered answer is read again.
 
 func (s *Store) tokenKey(id string) string { return s.key("{tokens}", "t", id) }
 func (s *Store) tokenNames() string        { return s.key("{tokens}", "names") }
@@ -240,7 +240,7 @@ func (s *Store) TokenSecretFingerprint(ctx context.Context, fp string) (string, 
 
 // WatchTokens follows the token channel until ctx ends or the
 // subscription closes. While it does, Token and HasTokens answer from
-// memory what they read (for up to tokenMemoryFor), and each change heard
+// memory what they read (for up to TokenMemoryFor), and each change heard
 // drops the token it names and HasTokens' answer. Everything remembered is
 // dropped as the subscription is made, at each resubscription go-redis
 // makes after a reconnect (messages sent meanwhile are lost), and as it
@@ -263,7 +263,7 @@ func (s *Store) WatchTokens(ctx context.Context, subscribed func()) error {
 		})
 }
 
-// tokenMemoryFor is how long a token, or HasTokens' answer, read from
+// TokenMemoryFor is how long a token, or HasTokens' answer, read from
 // Redis is answered from memory before it is read again. Every change made
 // by this version is announced and drops it at once; this bound is for
 // what is not: during a rolling upgrade, a token revoked through a replica
@@ -275,7 +275,7 @@ func (s *Store) WatchTokens(ctx context.Context, subscribed func()) error {
 // (a peer gone silent). Short, as the egress proxy's 2 s belief in a
 // token's record (README), and long enough that the read it costs, one per
 // token and replica every 2 s, is nothing.
-const tokenMemoryFor = 2 * time.Second
+const TokenMemoryFor = 2 * time.Second
 
 // maxTokensKept bounds the tokens remembered. Only tokens that exist are
 // (an unknown id is read every time, as a bad token is rate-limited), so
@@ -290,7 +290,7 @@ type tokenMemory struct {
 	gen       uint64 // bumped by each change heard, (re)subscription and end
 	byID      map[string]keptToken
 	has       keptHas
-	// keepFor is tokenMemoryFor but in tests (0 also means tokenMemoryFor).
+	// keepFor is TokenMemoryFor but in tests (0 also means TokenMemoryFor).
 	keepFor time.Duration
 }
 
@@ -307,7 +307,7 @@ type keptHas struct {
 func (m *tokenMemory) fresh(at, now time.Time) bool {
 	d := m.keepFor
 	if d == 0 {
-		d = tokenMemoryFor
+		d = TokenMemoryFor
 	}
 	return now.Sub(at) < d
 }

@@ -222,7 +222,7 @@ func TestCreateFirstTokenRefusesASecond(t *testing.T) {
 				t.Errorf("a second first token: %v, want unauthorized", err)
 			}
 			if ts, _ := s.Tokens(ctx); len(ts) != 1 || ts[0].Name != "me" {
-				t.Errorf("tokens: %v", ts)
+				t.Errorf("%d tokens, want only me", len(ts))
 			}
 			if err := s.CreateToken(ctx, newToken(t, "agent")); err != nil {
 				t.Errorf("CreateToken beside one: %v", err)
