@@ -18,4 +18,8 @@
 //     the line stored, signed with the request's notice key), so a replica
 //     holding the request as it was just before answers its waiters with
 //     no read; messages added; anything else, to be read (notice.go).
+//
+// Tokens made and revoked are published, their ids, on PREFIX:tokens:changed
+// by the scripts that make the change; while a gateway follows it
+// (WatchTokens) it authenticates from memory (tokens.go).
 package redis
