@@ -541,3 +541,37 @@ func TestReadAnsweredAfterAChangeIsNotKept(t *testing.T) {
 		})
 	}
 }
+
+// TestClusterTokenChanges: on Redis Cluster the token scripts stay in the
+// {tokens} slot and their messages reach a replica subscribed through
+// another connection.
+func TestClusterTokenChanges(t *testing.T) {
+	addr := clusterServer(t)
+	open := func() *qredis.Store {
+		rdb, err := qredis.Open("redis://" + addr + "?addr=" + addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { rdb.Close() })
+		return qredis.New(rdb, "signofftest")
+	}
+	a, b := open(), open()
+	b.KeepTokensFor(time.Hour)
+	watchTokens(t, b)
+	ctx := context.Background()
+	if any, _ := b.HasTokens(ctx); any {
+		t.Fatal("a token on a new cluster")
+	}
+	tok := newToken(t, "agent")
+	if err := a.CreateFirstToken(ctx, tok); err != nil {
+		t.Fatal(err)
+	}
+	until(t, "B hears of the first token", func() bool { any, _ := b.HasTokens(ctx); return any })
+	if _, err := b.Token(ctx, tok.ID); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := a.RevokeToken(ctx, "agent"); err != nil {
+		t.Fatal(err)
+	}
+	until(t, "B refuses the token revoked on A", func() bool { return gone(b, tok.ID) })
+}
