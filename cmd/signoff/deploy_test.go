@@ -330,3 +330,81 @@ func TestDockerfileNamesWhatExists(t *testing.T) {
 	}
 	checkCommand(t, "CMD", cargs)
 }
+
+// dockerIgnored reports whether .dockerignore's patterns leave the file at
+// rel (slash-separated, from the repository root) out of the build
+// context: a `**/NAME` pattern matches NAME at any depth, any other
+// pattern the path from the root or a parent dir of it (Docker's rules,
+// less `!` exceptions, which the file must not use for this to hold).
+func dockerIgnored(t *testing.T, patterns []string, rel string) bool {
+	t.Helper()
+	parts := strings.Split(rel, "/")
+	for _, p := range patterns {
+		if strings.HasPrefix(p, "!") {
+			t.Fatalf(".dockerignore has an exception %q: dockerIgnored does not follow those", p)
+		}
+		p = strings.TrimPrefix(p, "/")
+		for i := range parts {
+			var ok bool
+			if name, deep := strings.CutPrefix(p, "**/"); deep {
+				ok, _ = filepath.Match(name, strings.Join(parts[i:], "/"))
+			} else {
+				ok, _ = filepath.Match(p, strings.Join(parts[:i+1], "/"))
+			}
+			if ok {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// Every file serve keeps in its data dir (keys, token secret, audit log
+// and its checkpoint, …) stays out of the image's build context if a data
+// dir is left inside the tree: a `docker build .` must not copy the gateway
+// key into a layer.
+func TestDockerignoreKeepsDataDirOut(t *testing.T) {
+	b, err := os.ReadFile(filepath.Join("..", "..", ".dockerignore"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var patterns []string
+	for _, l := range strings.Split(string(b), "\n") {
+		if l = strings.TrimSpace(l); l != "" && !strings.HasPrefix(l, "#") {
+			patterns = append(patterns, l)
+		}
+	}
+	gateway(t, demoPersona) // its first token (audited) closes the API: tokens.closed too
+	dataDir := os.Getenv("SIGNOFF_DATA_DIR")
+	var files []string
+	filepath.WalkDir(dataDir, func(path string, d os.DirEntry, err error) error {
+		if err == nil && !d.IsDir() {
+			rel, _ := filepath.Rel(dataDir, path)
+			files = append(files, filepath.ToSlash(rel))
+		}
+		return nil
+	})
+	t.Logf("data dir: %v", files)
+	// Written on the audit log's first checkpoint (an interval or exit).
+	files = append(files, "audit.jsonl.checkpoint")
+	if len(files) < 3 {
+		t.Fatalf("data dir %s holds %v: serve wrote less than expected", dataDir, files)
+	}
+	for _, f := range files {
+		for _, rel := range []string{f, "data/" + f, "cmd/signoff/data/" + f} {
+			if !dockerIgnored(t, patterns, rel) {
+				t.Errorf(".dockerignore lets %s (a file serve keeps in its data dir) into the build context", rel)
+			}
+		}
+	}
+	for _, rel := range []string{".git/config", ".env", "configs/deploy/.env", "bot/.env", "signoff", "cmd/signoff/signoff", "cpu.prof"} {
+		if !dockerIgnored(t, patterns, rel) {
+			t.Errorf(".dockerignore lets %s into the build context", rel)
+		}
+	}
+	for _, rel := range []string{"go.mod", "cmd/signoff/main.go", "configs/personas/demo.yaml", "configs/rules/core.yaml"} {
+		if dockerIgnored(t, patterns, rel) {
+			t.Errorf(".dockerignore leaves out %s, which the build needs", rel)
+		}
+	}
+}
