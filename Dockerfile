@@ -1,6 +1,11 @@
 # Build: docker build -t signoff .
 # Run:   docker run -d --name signoff -p 8080:8080 -v signoff-data:/home/nonroot/signoff -v $PWD/configs/personas:/etc/signoff/personas:ro signoff
-# (the data dir is a volume: the gateway key and the audit log outlive the container).
+# (the data dir is a volume: the gateway key, token secret and audit log outlive the container).
+# Alone, it keeps requests and tokens in its embedded in-memory store: a restart
+# loses them and the API then stays closed (serve logs TOKENS LOST). To make a
+# first admin token again (no shell in the image, so with any image that has rm):
+#   docker run --rm -v signoff-data:/d busybox rm /d/tokens.closed && docker restart signoff
+# For a store that lasts, set SIGNOFF_REDIS_URL (as configs/deploy/ does).
 # Many replicas, Redis and the egress proxy: configs/deploy/ (compose and Kubernetes).
 # The API is closed (SIGNOFF_REQUIRE_TOKENS): make the first token inside the container
 # (loopback, while none exists), then the agent's with it:
