@@ -3,12 +3,14 @@ package main
 import (
 	"bufio"
 	"bytes"
+	"net"
 	"net/http"
 	"net/url"
 	"os"
 	"path/filepath"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -216,6 +218,7 @@ func TestKubernetesExampleNamesWhatExists(t *testing.T) {
 			t.Errorf("%s path = %v, want %s", probe, got, path)
 		}
 	}
+	checkKubernetesWiring(t, byKind, c)
 	mounted := false
 	for _, m := range get(c, "volumeMounts").([]any) {
 		if get(m, "mountPath") == "/home/nonroot/signoff" {
@@ -406,5 +409,106 @@ func TestDockerignoreKeepsDataDirOut(t *testing.T) {
 		if dockerIgnored(t, patterns, rel) {
 			t.Errorf(".dockerignore leaves out %s, which the build needs", rel)
 		}
+	}
+}
+
+// checkKubernetesWiring follows the example's references the API server
+// would not check: every Secret key a workload reads exists, probes and
+// Services reach the port serve listens on, selectors pick the pods, and
+// the Redis URL names the Redis Service with REDIS_PASSWORD's value.
+func checkKubernetesWiring(t *testing.T, byKind map[string]map[string]any, gw any) {
+	secret := byKind["Secret/signoff"]
+	secretData, _ := get(secret, "stringData").(map[string]any)
+	workloads := map[string]map[string]any{}
+	for name, d := range byKind {
+		if strings.HasPrefix(name, "Deployment/") || strings.HasPrefix(name, "StatefulSet/") {
+			workloads[name] = d
+		}
+	}
+	if workloads["StatefulSet/signoff-redis"] == nil || byKind["Service/signoff-redis"] == nil {
+		t.Fatalf("want a StatefulSet and a Service signoff-redis; have %v", keys(anyMap(byKind)))
+	}
+	// containerPort of a probe's or Service's port (a name or a number).
+	portOf := func(c any, p any) (int, bool) {
+		for _, cp := range get(c, "ports").([]any) {
+			n, _ := get(cp, "containerPort").(int)
+			if get(cp, "name") == p || p == n {
+				return n, true
+			}
+		}
+		return 0, false
+	}
+	for wname, w := range workloads {
+		tmplLabels, _ := get(w, "spec", "template", "metadata", "labels").(map[string]any)
+		for k, v := range get(w, "spec", "selector", "matchLabels").(map[string]any) {
+			if tmplLabels[k] != v {
+				t.Errorf("%s: selector %s=%v does not pick its own pods (labels %v)", wname, k, v, tmplLabels)
+			}
+		}
+		for _, c := range get(w, "spec", "template", "spec", "containers").([]any) {
+			for _, e := range get(c, "env").([]any) {
+				ref := get(e, "valueFrom", "secretKeyRef")
+				if ref == nil {
+					continue
+				}
+				if get(ref, "name") != "signoff" {
+					t.Errorf("%s: env %v reads Secret %v, not signoff", wname, get(e, "name"), get(ref, "name"))
+				}
+				if k, _ := get(ref, "key").(string); secretData[k] == nil {
+					t.Errorf("%s: env %v reads Secret key %q, which the Secret does not have (%v)", wname, get(e, "name"), k, keys(secretData))
+				}
+			}
+		}
+	}
+	// serve's port: SIGNOFF_LISTEN's, which the probes and the Service must reach.
+	listen := ""
+	for _, e := range get(gw, "env").([]any) {
+		if get(e, "name") == "SIGNOFF_LISTEN" {
+			listen, _ = get(e, "value").(string)
+		}
+	}
+	_, port, err := net.SplitHostPort(listen)
+	if err != nil {
+		t.Fatalf("deployment: SIGNOFF_LISTEN %q: %v", listen, err)
+	}
+	for _, probe := range []string{"livenessProbe", "readinessProbe"} {
+		p := get(gw, probe, "httpGet", "port")
+		if n, ok := portOf(gw, p); !ok || strconv.Itoa(n) != port {
+			t.Errorf("%s port %v is container port %d, but serve listens on %s", probe, p, n, listen)
+		}
+	}
+	for _, svc := range []struct{ service, workload string }{{"Service/signoff", "Deployment/signoff"}, {"Service/signoff-redis", "StatefulSet/signoff-redis"}} {
+		s, w := byKind[svc.service], workloads[svc.workload]
+		tmplLabels, _ := get(w, "spec", "template", "metadata", "labels").(map[string]any)
+		for k, v := range get(s, "spec", "selector").(map[string]any) {
+			if tmplLabels[k] != v {
+				t.Errorf("%s: selector %s=%v picks no pod of %s (labels %v)", svc.service, k, v, svc.workload, tmplLabels)
+			}
+		}
+		c := get(w, "spec", "template", "spec", "containers").([]any)[0]
+		for _, sp := range get(s, "spec", "ports").([]any) {
+			if _, ok := portOf(c, get(sp, "targetPort")); !ok {
+				t.Errorf("%s: targetPort %v is no port of %s", svc.service, get(sp, "targetPort"), svc.workload)
+			}
+		}
+	}
+	if n, ok := portOf(gw, "http"); !ok || strconv.Itoa(n) != port {
+		t.Errorf("deployment: container port http = %d, but serve listens on %s", n, listen)
+	}
+	raw, _ := secretData["SIGNOFF_REDIS_URL"].(string)
+	u, err := url.Parse(raw)
+	if err != nil {
+		t.Fatalf("Secret SIGNOFF_REDIS_URL %q: %v", raw, err)
+	}
+	redisPort := get(byKind["Service/signoff-redis"], "spec", "ports").([]any)[0]
+	if u.Hostname() != "signoff-redis" || u.Port() != strconv.Itoa(get(redisPort, "port").(int)) {
+		t.Errorf("Secret SIGNOFF_REDIS_URL %q does not name the Service signoff-redis on port %v", raw, get(redisPort, "port"))
+	}
+	if pw, _ := u.User.Password(); pw == "" || pw != secretData["REDIS_PASSWORD"] {
+		t.Errorf("Secret SIGNOFF_REDIS_URL's password %q is not REDIS_PASSWORD %q", pw, secretData["REDIS_PASSWORD"])
+	}
+	redisArgs := strings.Join(strs(get(workloads["StatefulSet/signoff-redis"], "spec", "template", "spec", "containers").([]any)[0].(map[string]any)["args"]), " ")
+	if !strings.Contains(redisArgs, "--requirepass $(REDIS_PASSWORD)") || !strings.Contains(redisArgs, "--appendonly yes") {
+		t.Errorf("redis args %q: want --requirepass $(REDIS_PASSWORD) and --appendonly yes", redisArgs)
 	}
 }
