@@ -234,7 +234,11 @@ func auditExport(ctx context.Context, a *app, args []string) int {
 				break
 			}
 		}
-		fmt.Fprintf(a.stderr, "exported %d record(s) to %s; check it with `signoff audit verify %s`\n", n, dest(*out), dest(*out))
+		if *out == "" {
+			fmt.Fprintf(a.stderr, "exported %d record(s) to standard output; check them with `signoff audit verify FILE` on the file you keep them in, or pipe them to `signoff audit verify -`\n", n)
+		} else {
+			fmt.Fprintf(a.stderr, "exported %d record(s) to %s; check it with `signoff audit verify %s`\n", n, *out, *out)
+		}
 	}
 	if err := bw.Flush(); err != nil {
 		return a.failf("export: %v", err)

@@ -226,6 +226,14 @@ func TestAuditExportAndTruncationAgainstTheStore(t *testing.T) {
 	if c, o, errs := cli("audit", "verify", out); c != 0 || !strings.Contains(o, "chain intact") {
 		t.Fatalf("verify export = %d %q %q", c, o, errs)
 	}
+	// To standard output: the same records, and a hint a person can run.
+	c, o, errs := cli("audit", "export")
+	if b, _ := os.ReadFile(out); c != 0 || o != string(b) {
+		t.Fatalf("export to standard output = %d, %d bytes; want the %d bytes of --out", c, len(o), len(b))
+	}
+	if !strings.Contains(errs, "signoff audit verify -") || strings.Contains(errs, "verify standard output") {
+		t.Errorf("export to standard output says %q; want a verify command that can be run", errs)
+	}
 	logPath := filepath.Join(dataDir, "audit.jsonl")
 	b, _ := os.ReadFile(logPath)
 	lines := bytes.SplitAfter(b, []byte("\n"))
