@@ -267,12 +267,19 @@ func (s *Server) nostrEvent(w http.ResponseWriter, r *http.Request) {
 	writeJSONNow(w, http.StatusOK, VoteResponse{Result: out.Result, Reason: out.Reason, Status: out.Status, ID: out.RequestID})
 }
 
+// readyTimeout bounds GET /readyz's check of the store.
+const readyTimeout = 2 * time.Second
+
 func (s *Server) ready(w http.ResponseWriter, r *http.Request) {
-	ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
+	ctx, cancel := context.WithTimeout(r.Context(), readyTimeout)
 	defer cancel()
 	if s.Ready != nil {
 		if err := s.Ready(ctx); err != nil {
-			s.fail(w, r, bot.Errorf(bot.EUnavailable, "not ready: %v", bot.ErrorMessage(err)))
+			msg := bot.ErrorMessage(err)
+			if ctx.Err() != nil { // a store that does not answer at all (its host down, say)
+				msg = "the store did not answer within " + readyTimeout.String()
+			}
+			s.fail(w, r, bot.Errorf(bot.EUnavailable, "not ready: %s", msg))
 			return
 		}
 	}

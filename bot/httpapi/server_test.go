@@ -3,6 +3,7 @@ package httpapi_test
 import (
 	"context"
 	"encoding/json"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -299,5 +300,27 @@ func TestRecordAction(t *testing.T) {
 	}
 	if rs, _ := f.client.List(ctx, bot.Filter{}); len(rs) != 0 {
 		t.Errorf("recording created %d requests", len(rs))
+	}
+}
+
+// TestReadyzSaysTheStoreDidNotAnswer: a store that does not answer at all
+// (its host down: the check runs out of time, an error with no message of
+// ours) is named in /readyz's answer, not "internal error".
+func TestReadyzSaysTheStoreDidNotAnswer(t *testing.T) {
+	env := bottest.New(t, bot.Persona{Name: "demo", Owner: &bot.Person{Name: "alice"}}, nil)
+	api := &httpapi.Server{Gateway: env.Gateway, Ready: func(ctx context.Context) error {
+		<-ctx.Done()
+		return ctx.Err()
+	}}
+	srv := httptest.NewServer(api.Handler())
+	defer srv.Close()
+	resp, err := http.Get(srv.URL + "/readyz")
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusServiceUnavailable || !strings.Contains(string(body), "the store did not answer within 2s") {
+		t.Errorf("/readyz with a store that hangs = %d %s; want 503 saying the store did not answer", resp.StatusCode, body)
 	}
 }
