@@ -428,21 +428,6 @@ func TestWatch(t *testing.T) {
 	}
 }
 
-// membersPersona is the scenarios' persona with n members of its own,
-// member0…, and approvalQuorum q (0: none, every vote counted, none
-// decides); their identities in order.
-func membersPersona(n, q int) (bot.Persona, []bot.Identity) {
-	p := quorumtest.Persona(q, 1)
-	p.Members = nil
-	var ids []bot.Identity
-	for i := range n {
-		id := quorumtest.NostrID(fmt.Sprint("member", i))
-		ids = append(ids, id)
-		p.Members = append(p.Members, bot.Person{Name: fmt.Sprint("member", i), Identities: []bot.Identity{id}})
-	}
-	return p, ids
-}
-
 func BenchmarkRecordVote(b *testing.B) {
 	for _, backend := range bottest.Backends() {
 		b.Run(backend, func(b *testing.B) {
@@ -450,7 +435,7 @@ func BenchmarkRecordVote(b *testing.B) {
 			ctx := context.Background()
 			// 50 members and no approval quorum: every vote is counted
 			// and none decides; a request takes 50 votes.
-			p, members := membersPersona(50, 0)
+			p, members := manyMembers(50)
 			reqs := make([]string, (b.N+len(members)-1)/len(members))
 			for i := range reqs {
 				reqs[i] = newRequest(b, s, p).ID

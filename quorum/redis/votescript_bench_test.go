@@ -26,7 +26,8 @@ func BenchmarkRecordVoteAudited(b *testing.B) {
 			srv := bottest.Start(b, backend)
 			s := srv.Store(b)
 			ctx := context.Background()
-			p, voters := membersPersona(10, 10)
+			p, voters := manyMembers(10)
+			p.ApprovalQuorum = 10
 			reqs := make([]string, (b.N+len(voters)-1)/len(voters))
 			for i := range reqs {
 				reqs[i] = newRequest(b, s, p).ID
