@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"strings"
 	"time"
@@ -15,15 +16,29 @@ func init() { commands["healthcheck"] = healthcheck }
 // --ready, ready to serve) and exits 0 or 1. It is the image's
 // HEALTHCHECK: the distroless image has no shell and no curl.
 func healthcheck(ctx context.Context, a *app, args []string) int {
-	fs := a.flags("healthcheck", "healthcheck [--ready] [--url URL] [--timeout D]")
+	fs := a.flags("healthcheck", "healthcheck [--ready] [--url URL | --listening ADDR] [--timeout D]")
 	ready := fs.Bool("ready", false, "check /readyz (the store answers and holds the personas) instead of /healthz")
 	base := fs.String("url", "", "the gateway (default: SIGNOFF_URL)")
+	listening := fs.String("listening", "", "instead of a gateway, check that something accepts connections at host:port (the egress proxy's container: `signoff proxy` answers no health route)")
 	timeout := fs.Duration("timeout", 3*time.Second, "give up after this long")
 	if code, ok := parse(fs, args); !ok {
 		return code
 	}
 	if fs.NArg() > 0 {
 		return a.failf("healthcheck takes no arguments")
+	}
+	if *listening != "" {
+		if *base != "" || *ready {
+			return a.failf("healthcheck: --listening checks a port, not a gateway: drop --url and --ready")
+		}
+		c, err := (&net.Dialer{Timeout: *timeout}).DialContext(ctx, "tcp", *listening)
+		if err != nil {
+			fmt.Fprintf(a.stderr, "signoff: unhealthy: nothing accepts connections at %s: %v\n", *listening, err)
+			return 1
+		}
+		c.Close()
+		fmt.Fprintf(a.stdout, "ok: %s accepts connections\n", *listening)
+		return 0
 	}
 	if *base == "" {
 		cfg, err := loadConfig()

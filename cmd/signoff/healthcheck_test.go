@@ -30,3 +30,24 @@ func TestHealthcheckOfNothingListeningFails(t *testing.T) {
 		t.Fatalf("healthcheck extra = %d %q, want usage error", code, errs)
 	}
 }
+
+// TestHealthcheckListening: --listening checks a port (the egress proxy's
+// container, which has no gateway to ask): 0 while it accepts, 1 once
+// nothing does, and a usage error beside --url or --ready.
+func TestHealthcheckListening(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	if code, out, errs := cli("healthcheck", "--listening", addr); code != 0 || !strings.Contains(out, "ok: "+addr) {
+		t.Errorf("--listening on an open port = %d %q %q, want 0 ok", code, out, errs)
+	}
+	ln.Close()
+	if code, _, errs := cli("healthcheck", "--listening", addr); code != 1 || !strings.Contains(errs, "nothing accepts connections at "+addr) {
+		t.Errorf("--listening on a closed port = %d %q, want 1 and why", code, errs)
+	}
+	if code, _, errs := cli("healthcheck", "--listening", addr, "--ready"); code != 2 || !strings.Contains(errs, "--listening checks a port") {
+		t.Errorf("--listening with --ready = %d %q, want a usage error", code, errs)
+	}
+}

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -346,5 +347,24 @@ func TestSlackReactionOnNetworkRequests(t *testing.T) {
 	}
 	if strings.Contains(out, "paste.evil") {
 		t.Fatalf("the boundary was crossed:\n%s", out)
+	}
+}
+
+// TestProxyHintNamesAnAddressToConnectTo: a proxy listening on every
+// address (as in a container) does not tell the agent to connect to
+// 0.0.0.0 or [::].
+func TestProxyHintNamesAnAddressToConnectTo(t *testing.T) {
+	for _, tc := range []struct {
+		addr net.Addr
+		want string
+	}{
+		{&net.TCPAddr{IP: net.IPv4(127, 0, 0, 1), Port: 3128}, "HTTPS_PROXY=http://127.0.0.1:3128 HTTP_PROXY=http://127.0.0.1:3128"},
+		{&net.TCPAddr{IP: net.IPv4zero, Port: 3128}, "HTTPS_PROXY=http://127.0.0.1:3128 HTTP_PROXY=http://127.0.0.1:3128 (listening on every address"},
+		{&net.TCPAddr{IP: net.IPv6unspecified, Port: 3129}, "HTTPS_PROXY=http://127.0.0.1:3129"},
+	} {
+		got := proxyHint(tc.addr)
+		if !strings.Contains(got, tc.want) || strings.Contains(got, "0.0.0.0") || strings.Contains(got, "[::]") {
+			t.Errorf("proxyHint(%s) = %q, want it to hold %q and no wildcard address", tc.addr, got, tc.want)
+		}
 	}
 }

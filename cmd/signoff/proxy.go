@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net"
+	"strconv"
 	"sync"
 	"time"
 
@@ -68,7 +69,7 @@ func proxyCmd(ctx context.Context, a *app, args []string) int {
 			fmt.Fprintf(a.stderr, "still waiting for the network policy from the gateway at %s (is `signoff serve` running?); refusing everything meanwhile\n", cfg.URL)
 		}
 	}
-	fmt.Fprintf(a.stderr, "network policy revision %d in force; start the agent with HTTPS_PROXY=http://%s HTTP_PROXY=http://%s\n", p.Revision().N, ln.Addr(), ln.Addr())
+	fmt.Fprintf(a.stderr, "network policy revision %d in force; %s\n", p.Revision().N, proxyHint(ln.Addr()))
 	if a.ready != nil {
 		a.ready(ln.Addr().String())
 	}
@@ -79,4 +80,16 @@ func proxyCmd(ctx context.Context, a *app, args []string) int {
 		return a.failf("proxy stopped: %v", err)
 	}
 	return 0
+}
+
+// proxyHint tells how to point an agent at the proxy listening on addr. A
+// wildcard address (0.0.0.0, [::]) is not one to connect to: the hint
+// names loopback, and says another host uses this one's address.
+func proxyHint(addr net.Addr) string {
+	tcp, ok := addr.(*net.TCPAddr)
+	if !ok || !tcp.IP.IsUnspecified() {
+		return fmt.Sprintf("start the agent with HTTPS_PROXY=http://%s HTTP_PROXY=http://%s", addr, addr)
+	}
+	local := net.JoinHostPort("127.0.0.1", strconv.Itoa(tcp.Port))
+	return fmt.Sprintf("start the agent with HTTPS_PROXY=http://%s HTTP_PROXY=http://%s (listening on every address: an agent on another host or container uses this host's address or name, port %d)", local, local, tcp.Port)
 }

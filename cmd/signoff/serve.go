@@ -244,7 +244,7 @@ func serveWith(ctx context.Context, a *app, cfg *config) int {
 		IdleTimeout:       2 * time.Minute,
 		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
 	}
-	log.Info("signoff gateway listening", "addr", ln.Addr().String(), "url", "http://"+ln.Addr().String())
+	log.Info("signoff gateway listening", "addr", ln.Addr().String(), "url", "http://"+ln.Addr().String(), "bip340", signing.SchnorrLibrary())
 	if a.ready != nil {
 		a.ready(ln.Addr().String())
 	}
