@@ -20,6 +20,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/signoff/signoff/bot"
+	"github.com/signoff/signoff/bot/bottest"
 	"github.com/signoff/signoff/signing"
 )
 
@@ -251,30 +252,9 @@ func TestAuditExportAndTruncationAgainstTheStore(t *testing.T) {
 	}
 }
 
-// startRedis runs a redis-server of this test's own on a free port.
-func startRedis(t *testing.T) string {
-	t.Helper()
-	bin, err := exec.LookPath("redis-server")
-	if err != nil {
-		t.Skip("redis-server not installed")
-	}
-	port := freePort(t)
-	cmd := exec.Command(bin, "--port", fmt.Sprint(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no")
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
-	deadline := time.Now().Add(10 * time.Second)
-	for time.Now().Before(deadline) {
-		if c, err := net.Dial("tcp", fmt.Sprint("127.0.0.1:", port)); err == nil {
-			c.Close()
-			return fmt.Sprintf("redis://127.0.0.1:%d/0", port)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	t.Fatal("redis-server did not start")
-	return ""
-}
+// startRedis runs a redis-server of this test's own on a free port (the
+// gateway's keys use the fixed prefix "signoff", so not the shared one).
+func startRedis(t *testing.T) string { return bottest.StartRedisServer(t).URL() }
 
 func freePort(t *testing.T) int {
 	t.Helper()

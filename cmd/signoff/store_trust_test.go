@@ -1,51 +1,25 @@
 package main
 
 import (
-	"context"
 	"fmt"
 	"log/slog"
-	"net"
 	"os/exec"
 	"strings"
 	"testing"
 	"time"
 
-	goredis "github.com/redis/go-redis/v9"
+	"github.com/signoff/signoff/bot/bottest"
 )
 
 // redisWithCLI starts a redis-server of the test's own on a free loopback port
 // and returns its URL, or skips when redis-server or redis-cli is missing.
 func redisWithCLI(t *testing.T) (url, port string) {
 	t.Helper()
-	bin, err := exec.LookPath("redis-server")
-	if err != nil {
-		t.Skip("redis-server not installed")
-	}
 	if _, err := exec.LookPath("redis-cli"); err != nil {
 		t.Skip("redis-cli not installed")
 	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	port = fmt.Sprint(ln.Addr().(*net.TCPAddr).Port)
-	ln.Close()
-	dir := t.TempDir()
-	cmd := exec.Command(bin, "--port", port, "--bind", "127.0.0.1", "--save", "", "--appendonly", "no", "--dir", dir)
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
-	c := goredis.NewClient(&goredis.Options{Addr: "127.0.0.1:" + port})
-	defer c.Close()
-	deadline := time.Now().Add(10 * time.Second)
-	for c.Ping(context.Background()).Err() != nil {
-		if time.Now().After(deadline) {
-			t.Fatal("redis-server did not answer")
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	return "redis://127.0.0.1:" + port + "/0", port
+	r := bottest.StartRedisServer(t)
+	return r.URL(), fmt.Sprint(r.Port)
 }
 
 // TestRedisStatusWriteDoesNotApprove: the agent reaches the store with

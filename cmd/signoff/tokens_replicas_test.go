@@ -4,9 +4,6 @@ import (
 	"context"
 	"io"
 	"log/slog"
-	"net"
-	"os/exec"
-	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -16,38 +13,6 @@ import (
 	qredis "github.com/signoff/signoff/quorum/redis"
 	"github.com/signoff/signoff/signing"
 )
-
-// ownRedis starts a redis-server of this test's own on a free loopback
-// port (serve's keys use the fixed prefix "signoff", so not the shared one).
-func ownRedis(t *testing.T) string {
-	t.Helper()
-	bin, err := exec.LookPath("redis-server")
-	if err != nil {
-		t.Skip("redis-server not installed")
-	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	port := ln.Addr().(*net.TCPAddr).Port
-	ln.Close()
-	cmd := exec.Command(bin, "--port", strconv.Itoa(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no")
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
-	url := "redis://127.0.0.1:" + strconv.Itoa(port) + "/0"
-	rdb, _ := qredis.Open(url)
-	defer rdb.Close()
-	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(20 * time.Millisecond) {
-		if rdb.Ping(context.Background()).Err() == nil {
-			return url
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("redis-server did not answer within 5s")
-		}
-	}
-}
 
 // fleetKeys gives every replica on one Redis the same gateway key, as
 // serve requires.
@@ -88,7 +53,7 @@ func replica(t *testing.T, redisURL, secret string) string {
 // processes' wiring on one real Redis; the agent's token is revoked through
 // replica B and replica A refuses it on the next call.
 func TestTokenRevokedOnOneReplicaIsRefusedByAnother(t *testing.T) {
-	url := ownRedis(t)
+	url := startRedis(t)
 	secret := strings.Repeat("s3cr3t", 8)
 	a := replica(t, url, secret)
 	b := replica(t, url, secret)
@@ -136,7 +101,7 @@ func TestTokenRevokedOnOneReplicaIsRefusedByAnother(t *testing.T) {
 // TestReplicaWithAnotherTokenSecretRefusesToStart: a replica whose token
 // secret differs would refuse every token; it says so at start instead.
 func TestReplicaWithAnotherTokenSecretRefusesToStart(t *testing.T) {
-	url := ownRedis(t)
+	url := startRedis(t)
 	replica(t, url, strings.Repeat("a", 32))
 	serveEnv(t, "127.0.0.1:0")
 	t.Setenv("SIGNOFF_REDIS_URL", url)
@@ -159,7 +124,7 @@ func TestReplicaWithAnotherTokenSecretRefusesToStart(t *testing.T) {
 // SIGNOFF_REDIS_URL writes straight to the store, and serve's rule for a
 // non-loopback address then holds (checked without binding one).
 func TestFirstAdminTokenOnTheStoreOpensANetworkListen(t *testing.T) {
-	url := ownRedis(t)
+	url := startRedis(t)
 	serveEnv(t, "0.0.0.0:8080")
 	t.Setenv("SIGNOFF_REDIS_URL", url)
 	t.Setenv("SIGNOFF_TOKEN_SECRET", strings.Repeat("c", 32))

@@ -3,8 +3,6 @@ package redis_test
 import (
 	"context"
 	"fmt"
-	"net"
-	"os/exec"
 	"strings"
 	"testing"
 	"time"
@@ -21,34 +19,11 @@ import (
 // cluster refuses a script or transaction whose keys span slots.
 func clusterServer(t *testing.T) string {
 	t.Helper()
-	bin, err := exec.LookPath("redis-server")
-	if err != nil {
-		t.Skip("redis-server not installed")
-	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	port := ln.Addr().(*net.TCPAddr).Port
-	ln.Close()
-	dir := t.TempDir()
-	cmd := exec.Command(bin, "--port", fmt.Sprint(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
-		"--cluster-enabled", "yes", "--cluster-config-file", dir+"/nodes.conf", "--dir", dir)
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
-	addr := fmt.Sprintf("127.0.0.1:%d", port)
+	addr := bottest.StartRedisServer(t, "--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf").Addr()
 	c := goredis.NewClient(&goredis.Options{Addr: addr})
 	defer c.Close()
 	ctx := context.Background()
 	deadline := time.Now().Add(10 * time.Second)
-	for c.Ping(ctx).Err() != nil {
-		if time.Now().After(deadline) {
-			t.Fatal("cluster node did not answer")
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
 	if err := c.Do(ctx, "CLUSTER", "ADDSLOTSRANGE", "0", "16383").Err(); err != nil {
 		t.Fatal(err)
 	}

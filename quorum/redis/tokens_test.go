@@ -3,9 +3,7 @@ package redis_test
 import (
 	"context"
 	"fmt"
-	"net"
 	"os"
-	"os/exec"
 	"strings"
 	"sync"
 	"testing"
@@ -312,8 +310,8 @@ func killClients(ctx context.Context, c goredis.UniversalClient, name string) (i
 // tokens gone, nothing announced); once B is subscribed again it reads
 // Redis and refuses the token it remembered, and says none exists.
 func TestRedisRestartForgetsTokens(t *testing.T) {
-	r := startOwnRedis(t)
-	rdb := goredis.NewClient(&goredis.Options{Addr: r.addr(), MaxRetries: -1})
+	r := bottest.StartRedisServer(t)
+	rdb := goredis.NewClient(&goredis.Options{Addr: r.Addr(), MaxRetries: -1})
 	t.Cleanup(func() { rdb.Close() })
 	hook := &bottest.Commands{}
 	rdb.AddHook(hook)
@@ -333,7 +331,7 @@ func TestRedisRestartForgetsTokens(t *testing.T) {
 		b.HasTokens(ctx)
 		return hook.Count("HGETALL", tok.ID)+hook.Count("HLEN", "") == 0
 	})
-	r.restart()
+	r.Restart()
 	awaitSubscribed(t, subs)
 	hook.Reset()
 	if !gone(b, tok.ID) || hook.Count("HGETALL", tok.ID) != 1 {
@@ -343,61 +341,6 @@ func TestRedisRestartForgetsTokens(t *testing.T) {
 		t.Errorf("HasTokens after the restart = %v, %v; want false", any, err)
 	}
 }
-
-// ownRedis is a redis-server of the test's own, without persistence.
-type ownRedis struct {
-	t    *testing.T
-	bin  string
-	dir  string
-	port int
-	cmd  *exec.Cmd
-}
-
-func startOwnRedis(t *testing.T) *ownRedis {
-	t.Helper()
-	bin, err := exec.LookPath("redis-server")
-	if err != nil {
-		t.Skip("redis-server not installed")
-	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	r := &ownRedis{t: t, bin: bin, dir: t.TempDir(), port: ln.Addr().(*net.TCPAddr).Port}
-	ln.Close()
-	r.start()
-	t.Cleanup(r.stop)
-	return r
-}
-
-func (r *ownRedis) addr() string { return fmt.Sprintf("127.0.0.1:%d", r.port) }
-
-func (r *ownRedis) start() {
-	r.t.Helper()
-	r.cmd = exec.Command(r.bin, "--port", fmt.Sprint(r.port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no", "--dir", r.dir)
-	if err := r.cmd.Start(); err != nil {
-		r.t.Fatal(err)
-	}
-	c := goredis.NewClient(&goredis.Options{Addr: r.addr()})
-	defer c.Close()
-	deadline := time.Now().Add(10 * time.Second)
-	for c.Ping(context.Background()).Err() != nil {
-		if time.Now().After(deadline) {
-			r.t.Fatal("redis-server did not answer")
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-}
-
-func (r *ownRedis) stop() {
-	if r.cmd != nil {
-		r.cmd.Process.Kill()
-		r.cmd.Wait()
-		r.cmd = nil
-	}
-}
-
-func (r *ownRedis) restart() { r.stop(); r.start() }
 
 // TestUnannouncedRevocationHoldsWithinTheBound: a rolling upgrade. A
 // replica of the version before the token channel revokes a token and
