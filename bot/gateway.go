@@ -118,32 +118,22 @@ func (g *Gateway) Start(ctx context.Context) error {
 	g.wg.Add(2)
 	go func() {
 		defer g.wg.Done()
-		for ctx.Err() == nil {
-			heard := func(id string, known func() *Request) {
-				if id == "" { // the subscription is (re)established
-					once.Do(func() { close(ready) })
-					// Decisions published while it was down were missed:
-					// every waiter looks again.
-					g.hub.wakeAll()
-					return
-				}
-				g.wakeLater(id, known)
-			}
-			var err error
-			if ns, ok := g.Store.(NoticeStore); ok {
-				err = ns.WatchNotices(ctx, heard)
-			} else {
-				err = g.Store.Watch(ctx, func(id string) { heard(id, nil) })
-			}
-			if ctx.Err() != nil {
+		heard := func(id string, known func() *Request) {
+			if id == "" { // the subscription is (re)established
+				once.Do(func() { close(ready) })
+				// Decisions published while it was down were missed:
+				// every waiter looks again.
+				g.hub.wakeAll()
 				return
 			}
-			g.log().Warn("decision watch ended; retrying", "err", err)
-			select {
-			case <-ctx.Done():
-			case <-time.After(time.Second):
-			}
+			g.wakeLater(id, known)
 		}
+		KeepFollowing(ctx, g.log(), "decision watch", func(ctx context.Context) error {
+			if ns, ok := g.Store.(NoticeStore); ok {
+				return ns.WatchNotices(ctx, heard)
+			}
+			return g.Store.Watch(ctx, func(id string) { heard(id, nil) })
+		})
 	}()
 	go func() {
 		defer g.wg.Done()

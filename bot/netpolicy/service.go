@@ -71,7 +71,7 @@ func (s *Service) Start(ctx context.Context) error {
 	s.wg.Add(1)
 	go func() {
 		defer s.wg.Done()
-		s.loop(ctx, "policy watch", func(ctx context.Context) error {
+		bot.KeepFollowing(ctx, s.log(), "policy watch", func(ctx context.Context) error {
 			return s.Store.WatchPolicy(ctx, func(n int) {
 				once1.Do(func() { ready <- struct{}{} })
 				s.wake()
@@ -82,7 +82,7 @@ func (s *Service) Start(ctx context.Context) error {
 		s.wg.Add(1)
 		go func() {
 			defer s.wg.Done()
-			s.loop(ctx, "decision watch", func(ctx context.Context) error {
+			bot.KeepFollowing(ctx, s.log(), "decision watch", func(ctx context.Context) error {
 				return s.Decisions(ctx, func(id string) {
 					if id == "" {
 						once2.Do(func() { ready <- struct{}{} })
@@ -123,20 +123,6 @@ func (s *Service) Close() {
 		s.cancel()
 	}
 	s.wg.Wait()
-}
-
-func (s *Service) loop(ctx context.Context, what string, run func(context.Context) error) {
-	for ctx.Err() == nil {
-		err := run(ctx)
-		if ctx.Err() != nil {
-			return
-		}
-		s.log().Warn(what+" ended; retrying", "err", err)
-		select {
-		case <-ctx.Done():
-		case <-time.After(time.Second):
-		}
-	}
 }
 
 func (s *Service) wake() {

@@ -190,7 +190,12 @@ func serveWith(ctx context.Context, a *app, cfg *config) int {
 	wg.Add(1)
 	go func() { defer wg.Done(); keeper.Run(rctx) }()
 	wg.Add(1)
-	go func() { defer wg.Done(); followTokens(rctx, store, log) }()
+	// While it follows the token channel, authentication answers from
+	// what it read (quorum/redis, WatchTokens); while not, it reads Redis.
+	go func() {
+		defer wg.Done()
+		bot.KeepFollowing(rctx, log, "token watch", func(ctx context.Context) error { return store.WatchTokens(ctx, nil) })
+	}()
 	for name, r := range plat.runners {
 		wg.Add(1)
 		go func() {
@@ -461,20 +466,3 @@ func claimFleetKey(ctx context.Context, store *qredis.Store, key *signing.Key, c
 // memory and gave 8–9 % more verified votes/s (`signoff bench --spawn
 // --votes 10 --concurrency 32`, GOGC=100 and 400 alternated).
 const serveGCPercent = 400
-
-// followTokens keeps store following the token channel until ctx ends:
-// while it does, authentication answers from what it read (quorum/redis,
-// WatchTokens); while it does not, every call reads Redis.
-func followTokens(ctx context.Context, store *qredis.Store, log *slog.Logger) {
-	for ctx.Err() == nil {
-		err := store.WatchTokens(ctx, nil)
-		if ctx.Err() != nil {
-			return
-		}
-		log.Warn("token watch ended; retrying", "err", err)
-		select {
-		case <-ctx.Done():
-		case <-time.After(time.Second):
-		}
-	}
-}
