@@ -57,12 +57,10 @@ type Gateway struct {
 	local  inFlight // local.go
 	cancel context.CancelFunc
 	// receipts caches verified receipts by their raw JSON (openReceipt).
-	receiptsMu sync.Mutex
-	receipts   map[string]Receipt
+	receipts memo[Receipt]
 	// audited holds requests whose decision record this gateway appended
 	// (outbox.go: auditDecisionOnce).
-	auditedMu sync.Mutex
-	audited   map[string]struct{}
+	audited   memo[struct{}]
 	done      <-chan struct{} // closed when the gateway stops
 	lastNudge time.Time       // guarded by mu
 	wg        sync.WaitGroup

@@ -191,7 +191,7 @@ func (g *Gateway) deliver(ctx context.Context, id string) error {
 // outbox delivery, which follows the seal's, asks nothing (another
 // replica's, after this one stopped, asks the store as before).
 func (g *Gateway) auditDecisionOnce(ctx context.Context, r *Request) error {
-	if g.Audit == nil || g.auditedHere(r.ID) {
+	if _, done := g.audited.get(r.ID); g.Audit == nil || done {
 		return nil
 	}
 	e := AuditEntry{Type: "decision", RequestID: r.ID, Data: map[string]any{
@@ -199,7 +199,7 @@ func (g *Gateway) auditDecisionOnce(ctx context.Context, r *Request) error {
 	}}
 	var appended bool
 	logDecided := func() {
-		g.markAudited(r.ID)
+		g.audited.put(r.ID, struct{}{})
 		g.log().Info("request decided", "id", r.ID, "status", r.Status, "by", r.DecidedBy, "reason", r.DecisionReason)
 		g.Metrics.decision(r)
 	}
@@ -228,7 +228,7 @@ func (g *Gateway) auditDecisionOnce(ctx context.Context, r *Request) error {
 		if err := g.Audit.Append(ctx, e); err != nil {
 			return err
 		}
-		g.markAudited(r.ID)
+		g.audited.put(r.ID, struct{}{})
 		return nil
 	}
 	err := ca.AppendCommit(ctx, e, func(ctx context.Context, rec AuditRef) (bool, error) {
@@ -243,26 +243,6 @@ func (g *Gateway) auditDecisionOnce(ctx context.Context, r *Request) error {
 		return err
 	}
 	return err
-}
-
-// maxAuditedHere bounds the requests auditedHere remembers; past it they
-// are all forgotten (their deliveries ask the store).
-const maxAuditedHere = 4096
-
-func (g *Gateway) auditedHere(id string) bool {
-	g.auditedMu.Lock()
-	defer g.auditedMu.Unlock()
-	_, ok := g.audited[id]
-	return ok
-}
-
-func (g *Gateway) markAudited(id string) {
-	g.auditedMu.Lock()
-	defer g.auditedMu.Unlock()
-	if g.audited == nil || len(g.audited) >= maxAuditedHere {
-		g.audited = map[string]struct{}{}
-	}
-	g.audited[id] = struct{}{}
 }
 
 // grantOnce makes the grant of a request approved with "always", once:

@@ -310,10 +310,7 @@ func NewNonce() string {
 // openReceipt opens raw, remembering the last few thousand receipts it
 // verified: every waiter on a request reads the same one.
 func (g *Gateway) openReceipt(n Notary, raw []byte) (Receipt, error) {
-	g.receiptsMu.Lock()
-	rc, ok := g.receipts[string(raw)]
-	g.receiptsMu.Unlock()
-	if ok {
+	if rc, ok := g.receipts.get(string(raw)); ok {
 		return rc, nil
 	}
 	rc, err := n.OpenReceipt(raw)
@@ -324,11 +321,4 @@ func (g *Gateway) openReceipt(n Notary, raw []byte) (Receipt, error) {
 	return rc, nil
 }
 
-func (g *Gateway) remember(raw []byte, rc Receipt) {
-	g.receiptsMu.Lock()
-	defer g.receiptsMu.Unlock()
-	if g.receipts == nil || len(g.receipts) >= 4096 {
-		g.receipts = map[string]Receipt{}
-	}
-	g.receipts[string(raw)] = rc
-}
+func (g *Gateway) remember(raw []byte, rc Receipt) { g.receipts.put(string(raw), rc) }
