@@ -2,6 +2,8 @@ package bot_test
 
 import (
 	"context"
+	"fmt"
+	"sync"
 	"testing"
 	"time"
 
@@ -100,5 +102,60 @@ func TestProgressIsHeldAfterTheAnswer(t *testing.T) {
 		}
 	case <-time.After(10 * time.Second):
 		t.Fatal("the decision was held (or never reached the waiter)")
+	}
+}
+
+// TestHeldProgressIsToldWhileVotesKeepComing: votes on a request that
+// keep coming within each other's hold (here a stranger's reactions every
+// 50 ms, each held 200 ms) would keep its change notices held for as long
+// as they come; the waiter is told of them within the bound of four holds
+// all the same, while they still come.
+func TestHeldProgressIsToldWhileVotesKeepComing(t *testing.T) {
+	const (
+		hold   = 200 * time.Millisecond
+		every  = 50 * time.Millisecond
+		stream = 4 * time.Second
+	)
+	p, _ := committee(2)
+	env := bottest.New(t, p, nil)
+	env.Gateway.ProgressHold = hold
+	r := env.Submit(t, bot.NewRequest{Persona: "demo", Action: "terraform apply"})
+	answered := make(chan time.Time, 1)
+	if got, _, err := env.Gateway.WaitFunc(context.Background(), r.ID, time.Minute, r.Seen, func(*bot.Request, error) { answered <- time.Now() }); err != nil || got != nil {
+		t.Fatalf("wait = %+v, %v; want parked", got, err)
+	}
+	ballots := make([]bot.Ballot, int(stream/every))
+	for i := range ballots {
+		ballots[i] = ballot(t, bottest.NewPerson(fmt.Sprint("stranger", i)), r)
+	}
+	start := time.Now()
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		tick := time.NewTicker(every)
+		defer tick.Stop()
+		for _, b := range ballots {
+			select {
+			case <-stop:
+				return
+			case <-tick.C:
+			}
+			ctx, later := bot.WithAfterResponse(context.Background())
+			out, err := env.Gateway.CastVote(ctx, b)
+			later.Run()
+			if err != nil || out.Result != bot.Ignored {
+				t.Errorf("a stranger's reaction = %+v, %v; want ignored", out, err)
+				return
+			}
+		}
+	})
+	defer func() { close(stop); wg.Wait() }()
+	select {
+	case at := <-answered:
+		if since := at.Sub(start); since >= stream-time.Second {
+			t.Fatalf("the waiter heard of the reactions %v after they began, near the end of their %v stream: held while they kept coming", since, stream)
+		}
+	case <-time.After(stream + 5*time.Second):
+		t.Fatal("the waiter was never told of the reactions")
 	}
 }

@@ -23,10 +23,11 @@ type inFlight struct {
 }
 
 type flight struct {
-	n     int             // votes being tallied and seals being made
-	woken bool            // a change notice came meanwhile
-	known func() *Request // what the last one showed (nil: read)
-	done  chan struct{}   // closed when n drops to 0
+	n      int             // votes being tallied and seals being made
+	woken  bool            // a change notice came meanwhile
+	heldAt time.Time       // when the first of them was held
+	known  func() *Request // what the last one showed (nil: read)
+	done   chan struct{}   // closed when n drops to 0
 }
 
 // begin marks a local vote or seal of id as started.
@@ -65,13 +66,24 @@ func (f *inFlight) end(id string) (woken bool, known func() *Request) {
 // hold reports whether id has local work in flight, and if so notes a
 // change notice for it, to be acted on when that work ends. The last
 // notice held is the one that counts: what it showed (known) is the
-// request after every change noticed before it.
-func (f *inFlight) hold(id string, known func() *Request) bool {
+// request after every change noticed before it. Votes that keep coming
+// within each other's hold would keep it in flight for as long as they
+// come: a notice is held at most max (0: no bound) after the first one
+// held, and the next one after that is not held (the caller wakes the
+// waiters with it, and what the earlier ones showed is in it).
+func (f *inFlight) hold(id string, known func() *Request, now time.Time, max time.Duration) bool {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	fl := f.m[id]
 	if fl == nil {
 		return false
+	}
+	if fl.woken && max > 0 && now.Sub(fl.heldAt) >= max {
+		fl.woken, fl.known, fl.heldAt = false, nil, time.Time{}
+		return false
+	}
+	if !fl.woken {
+		fl.heldAt = now
 	}
 	fl.woken, fl.known = true, known
 	return true
@@ -100,7 +112,7 @@ const localWaitMax = 10 * time.Second
 // wakeLater is the change notice's handler (known: see NoticeStore): a request with local work in
 // flight is woken when that work ends.
 func (g *Gateway) wakeLater(id string, known func() *Request) {
-	if g.local.hold(id, known) {
+	if g.local.hold(id, known, g.now(), g.progressHoldMax()) {
 		return
 	}
 	g.hub.wakeKnown(id, known)
