@@ -13,6 +13,9 @@ const NudgeEvery = 5 * time.Second
 // implements it.
 type NudgeStore interface {
 	ClaimNudge(ctx context.Context, id, what string, ttl time.Duration) (bool, error)
+	// PendingIDs names the pending requests (as List with Status
+	// Pending would, without reading them).
+	PendingIDs(ctx context.Context) ([]string, error)
 }
 
 // Nudge does the reminders and escalations due at now: a persona's
@@ -26,13 +29,21 @@ func (g *Gateway) Nudge(ctx context.Context, now time.Time) {
 	if !ok || !ok2 {
 		return
 	}
-	rs, err := g.Store.List(ctx, Filter{Status: Pending})
+	// A request is read only when its persona reminds or escalates: its
+	// snapshot is in memory, and with ten thousand requests pending under
+	// personas that do neither, reading them all every NudgeEvery was ten
+	// thousand reads (and their copies, tens of MB) for nothing.
+	ids, err := ns.PendingIDs(ctx)
 	if err != nil {
 		return
 	}
-	for _, r := range rs {
-		p, err := ss.Snapshot(ctx, r.ID)
+	for _, id := range ids {
+		p, err := ss.Snapshot(ctx, id)
 		if err != nil || (p.Remind <= 0 && p.Escalate == nil) {
+			continue
+		}
+		r, err := g.Store.Get(ctx, id)
+		if err != nil || r.Status != Pending {
 			continue
 		}
 		waited := now.Sub(r.CreatedAt)

@@ -2,6 +2,7 @@ package bot_test
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -9,6 +10,7 @@ import (
 	"github.com/signoff/signoff/bot"
 	"github.com/signoff/signoff/bot/bottest"
 	"github.com/signoff/signoff/quorum"
+	qredis "github.com/signoff/signoff/quorum/redis"
 )
 
 // TestRemindAndEscalateOnAFakeClock: remind: 2m re-posts at 2m and 4m (once
@@ -68,5 +70,47 @@ func TestEscalateOnlyToMembers(t *testing.T) {
 	p, ps := quorum.ParsePersona("p.yaml", []byte("name: p\nowner:\n  name: alice\n  slack: U01ALICE\nmembers:\n  - name: bob\n    slack: U02BOB\nremind: 2m\nescalate: {after: 3m, to: [bob]}\n"))
 	if len(ps.Errors()) > 0 || p.Remind != 2*time.Minute || p.Escalate == nil || p.Escalate.After != 3*time.Minute || p.Escalate.To[0] != "bob" {
 		t.Errorf("parsed %+v %v", p, ps)
+	}
+}
+
+// TestNudgeReadsOnlyRequestsThatRemind: the sweeper's look for reminders
+// reads a pending request only when its persona reminds or escalates.
+// Requests under a persona that does neither cost it one ZRANGE, and on a
+// replica that did not make them one read of each one's persona snapshot,
+// once; it read every pending request whole every NudgeEvery.
+func TestNudgeReadsOnlyRequestsThatRemind(t *testing.T) {
+	for _, backend := range bottest.Backends() {
+		t.Run(backend, func(t *testing.T) {
+			srv := bottest.Start(t, backend)
+			tm := newTeam("demo", 1, 1)
+			a := bottest.NewOn(t, srv.Client(t), srv.Prefix, tm.persona, nil)
+			const n = 20
+			for i := range n {
+				a.Submit(t, bot.NewRequest{Persona: "demo", Action: fmt.Sprint("deploy ", i), Nonce: bot.NewNonce()})
+			}
+			rdb := srv.Client(t)
+			log := &bottest.Commands{}
+			rdb.AddHook(log)
+			// Another replica's store, nothing of these requests in its
+			// memory, and no sweeper of its own to nudge meanwhile.
+			b := &bot.Gateway{Store: qredis.New(rdb, srv.Prefix)}
+			ctx := context.Background()
+			if err := rdb.Ping(ctx).Err(); err != nil { // the connection's own handshake, before counting
+				t.Fatal(err)
+			}
+			for round, want := range []struct{ snapshots, total int }{{n, n + 1}, {0, 1}} {
+				log.Reset()
+				b.Nudge(ctx, time.Now().Add(time.Minute))
+				if got := log.Count("LRANGE", "") + log.Count("HMGET", ""); got != 0 {
+					t.Errorf("nudge %d read requests under a persona that neither reminds nor escalates (%d LRANGE/HMGET): %s", round+1, got, log)
+				}
+				if got := log.Count("HGET", ""); got != want.snapshots {
+					t.Errorf("nudge %d read %d persona snapshots, want %d: %s", round+1, got, want.snapshots, log)
+				}
+				if got := log.Trips(); got != int64(want.total) {
+					t.Errorf("nudge %d made %d round trips, want %d: %s", round+1, got, want.total, log)
+				}
+			}
+		})
 	}
 }

@@ -18,3 +18,13 @@ func (s *Store) ClaimNudge(ctx context.Context, id, what string, ttl time.Durati
 	}
 	return ok, nil
 }
+
+// PendingIDs names the pending requests, as List does for Status Pending
+// (at most 10,000, soonest deadline first), without reading them.
+func (s *Store) PendingIDs(ctx context.Context) ([]string, error) {
+	ids, err := s.rdb.ZRange(ctx, s.key("pending"), 0, maxListed-1).Result()
+	if err != nil {
+		return nil, unavailable("list requests", err)
+	}
+	return ids, nil
+}

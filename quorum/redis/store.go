@@ -367,6 +367,9 @@ func (s *Store) getMany(ctx context.Context, ids []string) ([]*bot.Request, erro
 	return out, nil
 }
 
+// maxListed bounds the pending requests List reads.
+const maxListed = 10000
+
 // List returns pending requests by deadline, or with another status (or
 // none) the most recent ones, oldest first.
 func (s *Store) List(ctx context.Context, f bot.Filter) ([]*bot.Request, error) {
@@ -375,7 +378,7 @@ func (s *Store) List(ctx context.Context, f bot.Filter) ([]*bot.Request, error) 
 		err error
 	)
 	if f.Status == bot.Pending {
-		ids, err = s.rdb.ZRange(ctx, s.key("pending"), 0, 9999).Result()
+		ids, err = s.rdb.ZRange(ctx, s.key("pending"), 0, maxListed-1).Result()
 	} else {
 		ids, err = s.rdb.ZRange(ctx, s.key("recent"), -1000, -1).Result()
 	}
