@@ -452,7 +452,7 @@ func (g *Gateway) CastVote(ctx context.Context, b Ballot) (VoteOutcome, error) {
 	g.local.begin(id) // ended here, or by localDecided once sealed
 	out, err := g.tally(ctx, b)
 	if err != nil {
-		g.endLocal(id)
+		g.endLocal(id, false)
 		return out, err
 	}
 	g.Metrics.vote(out.Result)
@@ -464,7 +464,10 @@ func (g *Gateway) CastVote(ctx context.Context, b Ballot) (VoteOutcome, error) {
 		// meanwhile, are woken once the voter has its answer, and a moment
 		// later (ProgressHold): their answers and next polls do not compete
 		// with it on its way to the voter.
-		after(ctx, func() { g.afterProgressHold(func() { g.endLocal(id) }) })
+		// Its work is done meanwhile: the outbox's delivery of a decision
+		// that follows does not wait for the hold.
+		g.local.settle(id)
+		after(ctx, func() { g.afterProgressHold(func() { g.endLocal(id, true) }) })
 		return out, nil
 	}
 	if out.Grant && g.Grants != nil {
@@ -517,7 +520,7 @@ func (g *Gateway) sealAndWake(id string, s Status, local bool) {
 	g.seal(sctx, id, s)
 	cancel()
 	if local {
-		g.local.end(id) // a notice held back is this decision's: woken below
+		g.local.end(id, false) // a notice held back is this decision's: woken below
 	}
 	g.hub.wake(id)
 	if g.Outbox != nil {

@@ -23,11 +23,14 @@ type inFlight struct {
 }
 
 type flight struct {
-	n      int             // votes being tallied and seals being made
-	woken  bool            // a change notice came meanwhile
-	heldAt time.Time       // when the first of them was held
-	known  func() *Request // what the last one showed (nil: read)
-	done   chan struct{}   // closed when n drops to 0
+	// n counts votes being tallied, seals being made, and votes tallied
+	// whose waiters' progress is still held (ProgressHold); busy counts
+	// the first two alone, which the outbox's delivery waits for.
+	n, busy int
+	woken   bool            // a change notice came meanwhile
+	heldAt  time.Time       // when the first of them was held
+	known   func() *Request // what the last one showed (nil: read)
+	idle    chan struct{}   // closed when busy drops to 0 (made anew when it rises)
 }
 
 // begin marks a local vote or seal of id as started.
@@ -39,27 +42,49 @@ func (f *inFlight) begin(id string) {
 	}
 	fl := f.m[id]
 	if fl == nil {
-		fl = &flight{done: make(chan struct{})}
+		fl = &flight{}
 		f.m[id] = fl
 	}
+	if fl.busy == 0 {
+		fl.idle = make(chan struct{})
+	}
 	fl.n++
+	fl.busy++
 }
 
-// end marks one of them finished; it reports whether a change notice
-// was held back while none was left (the caller wakes the waiters, with
-// what the last one showed).
-func (f *inFlight) end(id string) (woken bool, known func() *Request) {
+// settle marks a local vote of id tallied: it holds its waiters' progress
+// until end, but is no longer work the outbox waits for.
+func (f *inFlight) settle(id string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if fl := f.m[id]; fl != nil && fl.busy > 0 {
+		f.idleLocked(fl)
+	}
+}
+
+func (f *inFlight) idleLocked(fl *flight) {
+	if fl.busy--; fl.busy == 0 {
+		close(fl.idle)
+	}
+}
+
+// end marks one of them finished (settled: a vote settle was called
+// for); it reports whether a change notice was held back while none was
+// left (the caller wakes the waiters, with what the last one showed).
+func (f *inFlight) end(id string, settled bool) (woken bool, known func() *Request) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	fl := f.m[id]
 	if fl == nil {
 		return false, nil
 	}
+	if !settled && fl.busy > 0 {
+		f.idleLocked(fl)
+	}
 	if fl.n--; fl.n > 0 {
 		return false, nil
 	}
 	delete(f.m, id)
-	close(fl.done)
 	return fl.woken, fl.known
 }
 
@@ -89,18 +114,22 @@ func (f *inFlight) hold(id string, known func() *Request, now time.Time, max tim
 	return true
 }
 
-// wait blocks until id has no local work in flight, at most d.
+// wait blocks until id has no local vote being tallied or seal being
+// made, at most d.
 func (f *inFlight) wait(id string, d time.Duration) {
 	f.mu.Lock()
-	fl := f.m[id]
+	var idle chan struct{}
+	if fl := f.m[id]; fl != nil && fl.busy > 0 {
+		idle = fl.idle
+	}
 	f.mu.Unlock()
-	if fl == nil {
+	if idle == nil {
 		return
 	}
 	t := time.NewTimer(d)
 	defer t.Stop()
 	select {
-	case <-fl.done:
+	case <-idle:
 	case <-t.C:
 	}
 }
@@ -118,10 +147,11 @@ func (g *Gateway) wakeLater(id string, known func() *Request) {
 	g.hub.wakeKnown(id, known)
 }
 
-// endLocal ends one local vote or seal of id, waking its waiters when a
-// change notice was held back for it.
-func (g *Gateway) endLocal(id string) {
-	if woken, known := g.local.end(id); woken {
+// endLocal ends one local vote or seal of id (settled: see
+// inFlight.end), waking its waiters when a change notice was held back
+// for it.
+func (g *Gateway) endLocal(id string, settled bool) {
+	if woken, known := g.local.end(id, settled); woken {
 		g.hub.wakeKnown(id, known)
 	}
 }

@@ -172,3 +172,37 @@ func TestFinalChannelCarriesDecisionsOnly(t *testing.T) {
 		})
 	}
 }
+
+// TestOutboxDoesNotWaitForHeldProgress: a vote that left its request
+// pending holds its waiters' progress for ProgressHold after its answer,
+// but its work is done: the outbox's delivery of the decision that
+// follows waits for that decision's seal alone, not for the earlier
+// vote's hold (here an hour; the delivery waited up to localWaitMax, 10 s).
+func TestOutboxDoesNotWaitForHeldProgress(t *testing.T) {
+	for _, backend := range bottest.Backends() {
+		t.Run(backend, func(t *testing.T) {
+			srv := bottest.Start(t, backend)
+			rdb := srv.Client(t)
+			p, people := committee(2)
+			env := bottest.NewOn(t, rdb, srv.Prefix, p, nil)
+			env.Gateway.ProgressHold = time.Hour
+			r := env.Submit(t, bot.NewRequest{Persona: "demo", Action: "terraform apply", Nonce: bot.NewNonce()})
+			for i, want := range []bool{false, true} {
+				ctx, later := bot.WithAfterResponse(context.Background())
+				out, err := env.Gateway.CastVote(ctx, ballot(t, people[i], r))
+				later.Run()
+				if err != nil || out.Decided != want {
+					t.Fatalf("vote %d = %+v, %v; want decided %v", i+1, out, err, want)
+				}
+			}
+			decided := time.Now()
+			ctx := context.Background()
+			for rdb.XLen(ctx, srv.Prefix+":{outbox}").Val() != 0 {
+				if since := time.Since(decided); since > 5*time.Second {
+					t.Fatalf("the decision's outbox entry was not delivered %v after it: its delivery waits for the first vote's held progress", since)
+				}
+				time.Sleep(5 * time.Millisecond)
+			}
+		})
+	}
+}
