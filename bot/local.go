@@ -93,17 +93,17 @@ func (f *inFlight) end(id string, settled bool) (woken bool, known func() *Reque
 // notice held is the one that counts: what it showed (known) is the
 // request after every change noticed before it. Votes that keep coming
 // within each other's hold would keep it in flight for as long as they
-// come: a notice is held at most max (0: no bound) after the first one
+// come: a notice is held at most bound (0: no bound) after the first one
 // held, and the next one after that is not held (the caller wakes the
 // waiters with it, and what the earlier ones showed is in it).
-func (f *inFlight) hold(id string, known func() *Request, now time.Time, max time.Duration) bool {
+func (f *inFlight) hold(id string, known func() *Request, now time.Time, bound time.Duration) bool {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	fl := f.m[id]
 	if fl == nil {
 		return false
 	}
-	if fl.woken && max > 0 && now.Sub(fl.heldAt) >= max {
+	if fl.woken && bound > 0 && now.Sub(fl.heldAt) >= bound {
 		fl.woken, fl.known, fl.heldAt = false, nil, time.Time{}
 		return false
 	}
