@@ -658,19 +658,20 @@ const DefaultProgressHold = 50 * time.Millisecond
 // gateway's votes on its request to end: four holds (0: no bound, when
 // progress is not held at all).
 func (g *Gateway) progressHoldMax() time.Duration {
-	d := g.ProgressHold
-	if d == 0 {
-		d = DefaultProgressHold
+	return 4 * max(g.progressHold(), 0)
+}
+
+// progressHold is ProgressHold with its default.
+func (g *Gateway) progressHold() time.Duration {
+	if g.ProgressHold == 0 {
+		return DefaultProgressHold
 	}
-	return 4 * max(d, 0)
+	return g.ProgressHold
 }
 
 // afterProgressHold runs f once ProgressHold has passed.
 func (g *Gateway) afterProgressHold(f func()) {
-	d := g.ProgressHold
-	if d == 0 {
-		d = DefaultProgressHold
-	}
+	d := g.progressHold()
 	if d < 0 {
 		f()
 		return
