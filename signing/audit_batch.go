@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/signoff/signoff/bot"
+	"github.com/signoff/signoff/bot/steptrace"
 )
 
 // Group commit. A record that comes while another batch is on its way to
@@ -64,6 +65,7 @@ func (l *AuditLog) AppendBatched(ctx context.Context, e bot.AuditEntry, c *bot.A
 	if err != nil {
 		return err
 	}
+	steptrace.Mark(ctx, "make its audit record")
 	q := &queued{r: r, t0: time.Now(), c: c, done: make(chan struct{}, 1)}
 	l.qmu.Lock()
 	l.queue = append(l.queue, q)
@@ -72,6 +74,7 @@ func (l *AuditLog) AppendBatched(ctx context.Context, e bot.AuditEntry, c *bot.A
 	l.qmu.Unlock()
 	if !lead {
 		<-q.done
+		steptrace.Mark(ctx, "wait for the audit chain (a batch before it)")
 		if !q.lead {
 			return q.err
 		}
@@ -162,11 +165,13 @@ func (l *AuditLog) commitBatch(ctx context.Context, batch []*queued) {
 			commits[i] = q.c
 			seq, prev = q.r.Seq, q.r.Hash
 		}
+		steptrace.Mark(ctx, "chain the batch's records (seq, hash, line)")
 		base, ends, err := l.writeLines(lines)
 		if err != nil {
 			fail(todo, err)
 			return
 		}
+		steptrace.Mark(ctx, "write them to the audit file")
 		t0 := time.Now()
 		l.batcher.CommitAuditBatch(ctx, commits)
 		l.stats.committed(time.Since(t0))

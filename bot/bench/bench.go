@@ -16,6 +16,7 @@ import (
 
 	"github.com/signoff/signoff/bot"
 	"github.com/signoff/signoff/bot/httpapi"
+	"github.com/signoff/signoff/bot/steptrace"
 	qredis "github.com/signoff/signoff/quorum/redis"
 	"github.com/signoff/signoff/signing"
 )
@@ -132,7 +133,19 @@ func run1(ctx context.Context, cfg Config) (*Report, error) {
 		}
 	}
 
-	if err := b.unloaded(ctx, fl, rep); err != nil {
+	// With the gateway in this process, where an unloaded vote's time
+	// goes, step by step (steptrace): nothing is marked under load.
+	var steps *steptrace.Recorder
+	if cfg.GatewayHere {
+		steps = steptrace.NewRecorder()
+		uninstall := steptrace.Install(steps)
+		err = b.unloaded(ctx, fl, rep)
+		uninstall()
+		rep.Steps, rep.Handler = steps.Steps()
+	} else {
+		err = b.unloaded(ctx, fl, rep)
+	}
+	if err != nil {
 		return rep, err
 	}
 	if cfg.Loaded != nil {

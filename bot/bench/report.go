@@ -12,6 +12,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/signoff/signoff/bot/httpapi"
+	"github.com/signoff/signoff/bot/steptrace"
 	qredis "github.com/signoff/signoff/quorum/redis"
 	"github.com/signoff/signoff/signing"
 )
@@ -52,10 +54,14 @@ func (p *Phase) PerSecond(n int) float64 {
 
 // Report is one run's numbers.
 type Report struct {
-	Config      Config
-	Machine     string
-	Floor       FloorStats
-	Unloaded    Phase
+	Config   Config
+	Machine  string
+	Floor    FloorStats
+	Unloaded Phase
+	// Steps are where the unloaded votes' time went in the gateway, and
+	// Handler the whole of each vote's call there (bench --spawn only).
+	Steps       []steptrace.Step
+	Handler     steptrace.Step
 	Loaded      Phase
 	CPU         CPU // of the loaded phase
 	Audit       *AuditCheck
@@ -119,6 +125,7 @@ func (r *Report) Print(w io.Writer) {
 	u := &r.Unloaded
 	fmt.Fprintf(w, "unloaded (%d lifecycles, one at a time):\n", u.Lifecycles)
 	r.phase(w, u)
+	r.printSteps(w)
 	l := &r.Loaded
 	how := fmt.Sprintf("%s", c.Duration)
 	if c.N > 0 {
@@ -244,5 +251,29 @@ func (b *run) checkAudit(ctx context.Context, st *qredis.Store) *AuditCheck {
 			return a
 		}
 		time.Sleep(200 * time.Millisecond)
+	}
+}
+
+// printSteps says where the unloaded votes' time went in the gateway,
+// each step beside the floor's piece it compares with.
+func (r *Report) printSteps(w io.Writer) {
+	if r.Handler.N == 0 {
+		return
+	}
+	f := &r.Floor
+	fmt.Fprintf(w, "  where an unloaded vote's time went in the gateway (each step's p50; p50s need not add up):\n")
+	for _, s := range r.Steps {
+		beside := ""
+		switch s.Name {
+		case httpapi.StepVerify:
+			beside = "the floor's verify " + Dur(pct(f.Verify, 50))
+		case qredis.StepBatchRoundTrip:
+			beside = "the floor's PING " + Dur(pct(f.Redis, 50))
+		}
+		fmt.Fprintf(w, "    %-54s %8s  (n=%d) %s\n", s.Name, Dur(s.P50), s.N, beside)
+	}
+	fmt.Fprintf(w, "    %-54s %8s  (n=%d)\n", "the vote's call in the gateway, in all", Dur(r.Handler.P50), r.Handler.N)
+	if out := pct(r.Unloaded.Vote, 50) - r.Handler.P50; out > 0 {
+		fmt.Fprintf(w, "    %-54s %8s  the floor's HTTP round trip %s\n", "outside it: HTTP to and from the client (vote p50 less)", Dur(out), Dur(pct(f.HTTP, 50)))
 	}
 }

@@ -17,6 +17,7 @@ import (
 
 	"github.com/signoff/signoff/bot"
 	"github.com/signoff/signoff/bot/permissions"
+	"github.com/signoff/signoff/bot/steptrace"
 	"github.com/signoff/signoff/bot/tokens"
 	"github.com/signoff/signoff/signing"
 )
@@ -245,27 +246,44 @@ type VoteResponse struct {
 // nostrEvent takes a signed NIP-25 reaction. The raw body is verified
 // before anything in it is believed.
 func (s *Server) nostrEvent(w http.ResponseWriter, r *http.Request) {
+	// While `signoff bench` records where a vote's time goes, its steps
+	// are marked along the way (steptrace; otherwise a no-op).
+	ctx := steptrace.Start(r.Context())
+	defer steptrace.End(ctx, StepAfterAnswer)
 	raw, err := io.ReadAll(http.MaxBytesReader(w, r.Body, MaxBody))
 	if err != nil {
 		s.fail(w, r, bodyError(err))
 		return
 	}
+	steptrace.Mark(ctx, StepRead)
 	re, err := signing.ParseReaction(raw, s.now())
 	if err != nil {
 		s.fail(w, r, err)
 		return
 	}
+	steptrace.Mark(ctx, StepVerify)
 	// A decision's seal starts once the voter has its answer (it is
 	// started by the deferred Run on every way out).
-	ctx, later := bot.WithAfterResponse(r.Context())
+	ctx, later := bot.WithAfterResponse(ctx)
 	defer later.Run()
 	out, err := s.Gateway.CastVote(ctx, re.Ballot(raw))
 	if err != nil {
 		s.fail(w, r, err)
 		return
 	}
+	steptrace.Mark(ctx, StepOutcome)
 	writeJSONNow(w, http.StatusOK, VoteResponse{Result: out.Result, Reason: out.Reason, Status: out.Status, ID: out.RequestID})
+	steptrace.Mark(ctx, StepAnswer)
 }
+
+// The steps of a vote the API marks (steptrace), for `signoff bench`.
+const (
+	StepRead        = "read the body"
+	StepVerify      = "verify: event id and BIP-340 signature"
+	StepOutcome     = "after the tally: its outcome, this replica's waiters"
+	StepAnswer      = "write the answer"
+	StepAfterAnswer = "after the answer, in the handler"
+)
 
 // readyTimeout bounds GET /readyz's check of the store.
 const readyTimeout = 2 * time.Second

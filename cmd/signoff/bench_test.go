@@ -2,8 +2,10 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"os/exec"
 	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -56,5 +58,39 @@ func TestBenchSpawn(t *testing.T) {
 	}
 	if !regexp.MustCompile(`\(200 lifecycles`).MatchString(report) {
 		t.Errorf("loaded phase did not run 200 lifecycles:\n%s", report)
+	}
+	checkSteps(t, report, 20)
+}
+
+// checkSteps: the report says where the unloaded votes' time went, each
+// step of the API, the store and the audit log marked on every one of
+// the votes (one a lifecycle: the owner's), the batch's beside the PING.
+func checkSteps(t *testing.T, report string, votes int) {
+	t.Helper()
+	if !strings.Contains(report, "where an unloaded vote's time went in the gateway") {
+		t.Fatalf("report has no steps:\n%s", report)
+	}
+	every := fmt.Sprintf("(n=%d)", votes)
+	for _, step := range []string{
+		"read the body", "verify: event id and BIP-340 signature", "judge the ballot; prepare its tally",
+		"make its audit record", "after the tally: its outcome", "write the answer",
+		"the vote's call in the gateway, in all",
+	} {
+		line := regexp.MustCompile(`(?m)^    ` + regexp.QuoteMeta(step) + `.*$`).FindString(report)
+		if !strings.Contains(line, every) {
+			t.Errorf("step %q: line %q, want it marked on each of the %d votes %s", step, line, votes, every)
+		}
+	}
+	// A vote whose record rode in a batch already on its way (a seal's)
+	// marks a wait instead: most are their own batch.
+	script := regexp.MustCompile(`(?m)^    Redis: the batch's round trip \(the vote script\) +\S+  \(n=(\d+)\) the floor's PING \S+$`).FindStringSubmatch(report)
+	if script == nil {
+		t.Fatalf("no step for the batch's round trip beside the floor's PING:\n%s", report)
+	}
+	if n, _ := strconv.Atoi(script[1]); n < votes/2 {
+		t.Errorf("the batch's round trip marked %d times of %d votes:\n%s", n, votes, report)
+	}
+	if !strings.Contains(report, "outside it: HTTP to and from the client") {
+		t.Errorf("report does not say what is outside the gateway's call:\n%s", report)
 	}
 }

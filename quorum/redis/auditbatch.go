@@ -7,6 +7,7 @@ import (
 	goredis "github.com/redis/go-redis/v9"
 
 	"github.com/signoff/signoff/bot"
+	"github.com/signoff/signoff/bot/steptrace"
 )
 
 // Group commit (see bot.AuditCommit): the audit log sends a batch of
@@ -44,6 +45,7 @@ func (s *Store) PrepareVoteAudit(ctx context.Context, b bot.Ballot) (*bot.AuditC
 	if err != nil {
 		return nil, err
 	}
+	steptrace.Mark(ctx, "judge the ballot; prepare its tally")
 	return &bot.AuditCommit{Op: &auditOp{s: s, vote: &c}}, nil
 }
 
@@ -52,6 +54,10 @@ func (s *Store) PrepareVoteAudit(ctx context.Context, b bot.Ballot) (*bot.AuditC
 func (s *Store) PrepareDecisionAudit(_ context.Context, id string) (*bot.AuditCommit, error) {
 	return &bot.AuditCommit{Op: &auditOp{s: s, decision: id}}, nil
 }
+
+// StepBatchRoundTrip is the step (steptrace) of a batch's round trip to
+// Redis: for an unloaded vote, its own script's.
+const StepBatchRoundTrip = "Redis: the batch's round trip (the vote script)"
 
 var errForeignOp = errors.New("audit batch: a commit prepared by a store on other keys")
 
@@ -77,7 +83,9 @@ func (s *Store) CommitAuditBatch(ctx context.Context, batch []*bot.AuditCommit) 
 			cmds[i] = auditOnceScript.EvalSha(ctx, pipe, keys, ref.Seq, ref.Prev, ref.Hash, ref.Line)
 		}
 	}
+	steptrace.Mark(ctx, "build the batch's script calls")
 	pipe.Exec(ctx) // each command holds its own error
+	steptrace.Mark(ctx, StepBatchRoundTrip)
 	noScript := false
 	for i, c := range batch {
 		cmd := cmds[i]
