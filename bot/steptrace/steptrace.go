@@ -55,10 +55,7 @@ func Start(ctx context.Context) context.Context {
 // Mark ends step: the time since the trace's previous mark (or its start)
 // is step's.
 func Mark(ctx context.Context, step string) {
-	if installed.Load() == nil {
-		return
-	}
-	t, _ := ctx.Value(ctxKey{}).(*trace)
+	t := traced(ctx)
 	if t == nil {
 		return
 	}
@@ -74,10 +71,7 @@ func Mark(ctx context.Context, step string) {
 // with no marks (a call that marks nothing), or that ends once its
 // Recorder is no longer installed, is not kept.
 func End(ctx context.Context, rest string) {
-	if installed.Load() == nil {
-		return
-	}
-	t, _ := ctx.Value(ctxKey{}).(*trace)
+	t := traced(ctx)
 	if t == nil {
 		return
 	}
@@ -95,6 +89,16 @@ func End(ctx context.Context, rest string) {
 	}
 	r.add(rest, now.Sub(t.last))
 	r.totals = append(r.totals, now.Sub(t.start))
+}
+
+// traced is ctx's trace while a Recorder is installed (nil otherwise: no
+// context lookup then).
+func traced(ctx context.Context) *trace {
+	if installed.Load() == nil {
+		return nil
+	}
+	t, _ := ctx.Value(ctxKey{}).(*trace)
+	return t
 }
 
 func (r *Recorder) add(name string, d time.Duration) {
