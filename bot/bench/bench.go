@@ -135,9 +135,8 @@ func run1(ctx context.Context, cfg Config) (*Report, error) {
 
 	// With the gateway in this process, where an unloaded vote's time
 	// goes, step by step (steptrace): nothing is marked under load.
-	var steps *steptrace.Recorder
 	if cfg.GatewayHere {
-		steps = steptrace.NewRecorder()
+		steps := steptrace.NewRecorder()
 		uninstall := steptrace.Install(steps)
 		err = b.unloaded(ctx, fl, rep)
 		uninstall()

@@ -378,11 +378,10 @@ func (s *Store) List(ctx context.Context, f bot.Filter) ([]*bot.Request, error) 
 		err error
 	)
 	if f.Status == bot.Pending {
-		ids, err = s.rdb.ZRange(ctx, s.key("pending"), 0, maxListed-1).Result()
-	} else {
-		ids, err = s.rdb.ZRange(ctx, s.key("recent"), -1000, -1).Result()
-	}
-	if err != nil {
+		if ids, err = s.PendingIDs(ctx); err != nil {
+			return nil, err
+		}
+	} else if ids, err = s.rdb.ZRange(ctx, s.key("recent"), -1000, -1).Result(); err != nil {
 		return nil, unavailable("list requests", err)
 	}
 	rs, err := s.getMany(ctx, ids)
