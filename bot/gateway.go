@@ -517,12 +517,14 @@ func (g *Gateway) decided(id string, s Status) { g.sealAndWake(id, s, false) }
 
 func (g *Gateway) sealAndWake(id string, s Status, local bool) {
 	sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	g.seal(sctx, id, s)
+	known := g.seal(sctx, id, s)
 	cancel()
 	if local {
 		g.local.end(id, false) // a notice held back is this decision's: woken below
 	}
-	g.hub.wake(id)
+	// With the receipt just kept, and what the store last read of the
+	// request still all it holds, the waiters answer without a read.
+	g.hub.wakeKnown(id, known)
 	if g.Outbox != nil {
 		return // delivered from the outbox
 	}

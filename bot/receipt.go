@@ -60,9 +60,12 @@ type Notary interface {
 
 // ReceiptStore keeps a request's receipt beside it. Saving one tells every
 // gateway sharing the store that the request is decided (its waiters look
-// again). quorum/redis.Store is one.
+// again). known, when not nil, gives fresh copies of the request as a
+// read would now, this receipt in it: nil when another receipt was kept
+// first, or when the store cannot tell without a read. quorum/redis.Store
+// is one.
 type ReceiptStore interface {
-	SaveReceipt(ctx context.Context, id string, raw json.RawMessage) error
+	SaveReceipt(ctx context.Context, id string, raw json.RawMessage) (known func() *Request, err error)
 }
 
 // SealWindow is how long a decided request may wait for the receipt its
@@ -91,27 +94,32 @@ func (g *Gateway) notary() Notary {
 // seal writes the receipt of a decision the store just made: status is what
 // the deciding step (the vote script, Resolve) returned, so a status field
 // rewritten meanwhile by someone with access to the store is not signed.
-func (g *Gateway) seal(ctx context.Context, id string, status Status) {
+//
+// It returns what the store knows of the request sealed (see
+// ReceiptStore), for the waiters: nil, they read it.
+func (g *Gateway) seal(ctx context.Context, id string, status Status) (known func() *Request) {
 	n := g.notary()
 	if n == nil {
-		return
+		return nil
 	}
 	r, err := g.Store.Get(ctx, id)
 	if err != nil {
 		g.log().Warn("seal decision: load request; the outbox seals it", "id", id, "err", err)
-		return
+		return nil
 	}
 	if r.Status != status || !status.Final() {
 		g.log().Error("seal decision: the store's status is not the one decided; not sealed",
 			"id", id, "decided", status, "store", r.Status)
-		return
+		return nil
 	}
-	if err := g.saveSeal(ctx, n, r); err != nil {
+	known, err = g.saveSeal(ctx, n, r)
+	if err != nil {
 		g.log().Warn("seal decision; the outbox seals it", "id", id, "err", err)
 	}
+	return known
 }
 
-func (g *Gateway) saveSeal(ctx context.Context, n Notary, r *Request) error {
+func (g *Gateway) saveSeal(ctx context.Context, n Notary, r *Request) (known func() *Request, err error) {
 	// No approval's receipt before its decision record: a client acts on
 	// it, so the record is appended first (once; the outbox's own step
 	// then finds it done). A replica that dies in between leaves both to
@@ -120,19 +128,16 @@ func (g *Gateway) saveSeal(ctx context.Context, n Notary, r *Request) error {
 	// the log cannot be written, and its record follows from the outbox.
 	if g.Outbox != nil && r.Status == Approved {
 		if err := g.auditDecisionOnce(ctx, r); err != nil {
-			return err
+			return nil, err
 		}
 	}
 	rc := receiptOf(r)
 	raw, err := n.SealReceipt(rc, g.now())
 	if err != nil {
-		return err
+		return nil, err
 	}
 	g.sealed(raw, rc) // before its save wakes the waiters that read it
-	if err := g.Store.(ReceiptStore).SaveReceipt(ctx, r.ID, raw); err != nil {
-		return err
-	}
-	return nil
+	return g.Store.(ReceiptStore).SaveReceipt(ctx, r.ID, raw)
 }
 
 // sealed remembers a receipt this gateway just signed as opened: its
@@ -176,7 +181,7 @@ func (g *Gateway) sealConfirmed(ctx context.Context, r *Request) error {
 			return err
 		}
 	}
-	if err := g.saveSeal(ctx, n, r); err != nil {
+	if _, err := g.saveSeal(ctx, n, r); err != nil {
 		return err
 	}
 	// The first receipt saved stands (another replica may have sealed

@@ -29,22 +29,23 @@ type lateSeals struct {
 	saved []time.Time
 }
 
-func (s *lateSeals) SaveReceipt(ctx context.Context, id string, raw json.RawMessage) error {
+func (s *lateSeals) SaveReceipt(ctx context.Context, id string, raw json.RawMessage) (func() *bot.Request, error) {
 	s.mu.Lock()
 	until := s.until
 	s.mu.Unlock()
 	select {
 	case <-ctx.Done():
-		return ctx.Err()
+		return nil, ctx.Err()
 	case <-time.After(time.Until(until)):
 	}
-	if err := s.Store.SaveReceipt(ctx, id, raw); err != nil {
-		return err
+	known, err := s.Store.SaveReceipt(ctx, id, raw)
+	if err != nil {
+		return nil, err
 	}
 	s.mu.Lock()
 	s.saved = append(s.saved, time.Now())
 	s.mu.Unlock()
-	return nil
+	return known, nil
 }
 
 // TestApprovalSealedLateIsNotReadAsDenied: under overload the deciding
@@ -216,5 +217,72 @@ func TestWaiterOnTheSealingReplicaDoesNotVerifyItsReceiptAgain(t *testing.T) {
 	}
 	if n := other.Signer.(*countingNotary).opened.Load(); n != 1 {
 		t.Errorf("another replica opened the receipt %d times, want 1", n)
+	}
+}
+
+// readsRefusedOnceSealed is the real store whose reads fail once a
+// receipt is kept.
+type readsRefusedOnceSealed struct {
+	*qredis.Store
+	sealed atomic.Bool
+}
+
+func (s *readsRefusedOnceSealed) SaveReceipt(ctx context.Context, id string, raw json.RawMessage) (func() *bot.Request, error) {
+	known, err := s.Store.SaveReceipt(ctx, id, raw)
+	if err == nil {
+		s.sealed.Store(true)
+	}
+	return known, err
+}
+
+func (s *readsRefusedOnceSealed) Get(ctx context.Context, id string) (*bot.Request, error) {
+	if s.sealed.Load() {
+		return nil, bot.Errorf(bot.EUnavailable, "read after the seal")
+	}
+	return s.Store.Get(ctx, id)
+}
+
+// TestWaiterOnTheSealingReplicaIsAnsweredWithoutARead: the gateway that
+// decided and sealed a request answers its waiter with the receipt it
+// just kept, from what the seal read, not from another read of the
+// request (here a read after the seal would fail the wait).
+func TestWaiterOnTheSealingReplicaIsAnsweredWithoutARead(t *testing.T) {
+	alice := bottest.NewPerson("alice")
+	p := bot.Persona{Name: "demo", Owner: &bot.Person{Name: "alice", Identities: []bot.Identity{alice.Identity()}}, DenyQuorum: 1, Timeout: time.Minute}
+	env := bottest.New(t, p, nil)
+	env.Gateway.Close()
+	store := &readsRefusedOnceSealed{Store: env.Store}
+	env.Gateway.Store = store
+	if err := env.Gateway.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	r := env.Submit(t, bot.NewRequest{Persona: "demo", Action: "terraform destroy"})
+	type waited struct {
+		r   *bot.Request
+		err error
+	}
+	got := make(chan waited, 1)
+	go func() {
+		w, err := env.Gateway.Wait(context.Background(), r.ID, 30*time.Second)
+		got <- waited{w, err}
+	}()
+	for deadline := time.Now().Add(10 * time.Second); env.Gateway.Waiting() == 0; time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the waiter did not park")
+		}
+	}
+	if out := env.React(t, alice, r, "✅"); !out.Decided || out.Status != bot.Approved {
+		t.Fatalf("alice's ✅ = %+v, want it to approve", out)
+	}
+	select {
+	case w := <-got:
+		if w.err != nil || w.r.Status != bot.Approved || len(w.r.Receipt) == 0 {
+			t.Fatalf("wait = %+v, %v; want approved with a receipt, without reading the request again", w.r, w.err)
+		}
+		if !store.sealed.Load() {
+			t.Fatal("answered before the receipt was kept")
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("the waiter was not answered")
 	}
 }

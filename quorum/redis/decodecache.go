@@ -203,6 +203,14 @@ func (e *decodedEntry) request() *bot.Request {
 	return r
 }
 
+// known is a fresh copy of the request e holds, with Seen as a read of
+// it sets.
+func (e *decodedEntry) known() *bot.Request {
+	r := e.request()
+	r.Seen = len(e.votes)
+	return r
+}
+
 // withVote is e with one more vote line (raw, decoded to v) at its end.
 func (e *decodedEntry) withVote(raw string, v bot.Vote) *decodedEntry {
 	cp := *e

@@ -21,6 +21,7 @@ import (
 //
 //	v\n<tag>\n<id>\n<index>\n<line>   a vote stored that left the request pending
 //	m\n<id>\n<count>                  messages added (count: the list's length after)
+//	r\n<hash>\n<id>\n<votes>\n<msgs>    a receipt kept (hash: its SHA-1 in hex), the lists' lengths then
 //	c\n<id>                           any other change: read the request
 //
 // and each decision on the final channel, as its bare id. A vote notice's
@@ -48,11 +49,23 @@ import (
 // resubscribes after a reconnect and the messages in between are lost).
 // Edits made by hand, outside the scripts, are not announced: an answer
 // from a notice shows them after the next read.
+//
+// A receipt's notice is answered without a read on the replica that
+// saved it: before sending the receipt, the save leaves in the request's
+// mark its last read of the request with the receipt added, and the first
+// receipt notice of the request takes it, answering from it when the
+// notice's hash is that receipt's and its lengths are the read's (the
+// receipt was kept, and nothing was added since the read; the doc and the
+// decision do not change). Otherwise, or with no such mark, it reads. The
+// notice may come before the save's own reply: the mark is there already.
+// Anyone who may publish can send one: a forged notice that matches can
+// only hand out the receipt this store saved, which the store kept.
 
 const (
 	noticeVote     = "v\n"
 	noticeMessages = "m\n"
 	noticeChange   = "c\n"
+	noticeReceipt  = "r\n"
 
 	noticeKeyLen = 128 // hex characters: k1 and k2, 64 each
 	noticeTagLen = 40  // hex SHA-1
@@ -80,10 +93,11 @@ func noticeTag(key, msg string) string {
 
 // notice is one message of the notice channel, parsed.
 type notice struct {
-	kind  string // noticeVote, noticeMessages or noticeChange
+	kind  string // noticeVote, noticeMessages, noticeChange or noticeReceipt
 	id    string
 	index int    // a vote's index, or the messages' count
-	tag   string // a vote's
+	tag   string // a vote's; a receipt's hash
+	msgs  int    // a receipt notice's messages count (index: its votes')
 	line  string // a vote's, as stored
 	vote  bot.Vote
 }
@@ -98,6 +112,8 @@ func (n notice) String() string {
 		return noticeVote + n.tag + "\n" + n.signed()
 	case noticeMessages:
 		return noticeMessages + n.id + "\n" + strconv.Itoa(n.index)
+	case noticeReceipt:
+		return noticeReceipt + n.tag + "\n" + n.id + "\n" + strconv.Itoa(n.index) + "\n" + strconv.Itoa(n.msgs)
 	}
 	return noticeChange + n.id
 }
@@ -122,7 +138,7 @@ func parseNotice(s string) (notice, error) {
 		return notice{kind: kind, id: rest}, nil
 	}
 	var tag string
-	if kind == noticeVote {
+	if kind == noticeVote || kind == noticeReceipt {
 		if tag, rest, ok = strings.Cut(rest, "\n"); !ok {
 			return notice{}, errNotice
 		}
@@ -138,6 +154,19 @@ func parseNotice(s string) (notice, error) {
 	n := notice{kind: kind, id: id, tag: tag}
 	if kind == noticeMessages {
 		if n.index, ok = parseIndex(rest, 0); !ok {
+			return bad, errNotice
+		}
+		return n, nil
+	}
+	if kind == noticeReceipt {
+		votes, msgs, ok := strings.Cut(rest, "\n")
+		if !ok || !isHex(tag, noticeTagLen) {
+			return bad, errNotice
+		}
+		if n.index, ok = parseIndex(votes, 0); !ok {
+			return bad, errNotice
+		}
+		if n.msgs, ok = parseIndex(msgs, 0); !ok {
 			return bad, errNotice
 		}
 		return n, nil
@@ -164,7 +193,7 @@ func cutKind(s string) (string, string, bool) {
 		return "", "", false
 	}
 	switch k := s[:2]; k {
-	case noticeVote, noticeMessages, noticeChange:
+	case noticeVote, noticeMessages, noticeChange, noticeReceipt:
 		return k, s[2:], true
 	}
 	return "", "", false
@@ -244,6 +273,15 @@ type noticeMark struct {
 	// stays 0 this epoch (one replayed, older than a read, might
 	// otherwise set it from that read after the decision).
 	closed bool
+	// saving: this store's last read of the request with the receipt it
+	// is saving added, and that receipt's hash, for the receipt's notice
+	// (see the comment at the top).
+	saving *savingReceipt
+}
+
+type savingReceipt struct {
+	entry *decodedEntry
+	hash  string
 }
 
 // current is the epoch a read beginning now belongs to.
@@ -363,6 +401,16 @@ func (s *Store) heard(payload string) (string, func() *bot.Request) {
 	case noticeChange:
 		s.forget(n.id)
 		return n.id, nil
+	case noticeReceipt:
+		s.notices.mu.Lock()
+		defer s.notices.mu.Unlock()
+		m := s.notices.markLocked(n.id)
+		sv := m.saving
+		m.saving, m.last, m.closed = nil, 0, true
+		if sv == nil || sv.hash != n.tag || len(sv.entry.votes) != n.index || len(sv.entry.msgs) != n.msgs {
+			return n.id, nil
+		}
+		return n.id, sv.entry.known
 	case noticeMessages:
 		s.notices.mu.Lock()
 		if m := s.notices.markLocked(n.id); n.index > m.msgs {
@@ -418,11 +466,7 @@ func (s *Store) applyVote(n notice) func() *bot.Request {
 	if len(e.votes) >= n.index {
 		// A late notice: the entry's read came after its vote, so the
 		// entry is newer news, and what Redis held when read.
-		return func() *bot.Request {
-			r := e.request()
-			r.Seen = len(e.votes)
-			return r
-		}
+		return e.known
 	}
 	if len(e.votes) != n.index-1 {
 		return nil // a gap

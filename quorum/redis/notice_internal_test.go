@@ -22,6 +22,10 @@ func FuzzParseNotice(f *testing.F) {
 		"m\nabcdefghijklmnop\n2",
 		"m\nid\n0",
 		"c\nabcdefghijklmnop",
+		"r\n" + strings.Repeat("a", 40) + "\nabcdefghijklmnop\n3\n1",
+		"r\n" + strings.Repeat("a", 40) + "\nabcdefghijklmnop\n3",
+		"r\nabcdefghijklmnop",
+		"r\n",
 		"c\n",
 		"v\n",
 		"",
@@ -56,6 +60,7 @@ func TestParseNoticeTakesWhatTheScriptsSend(t *testing.T) {
 		{"v\n" + strings.Repeat("a", 40) + "\nreq-1\n12\n" + line, notice{kind: noticeVote, id: "req-1", index: 12, tag: strings.Repeat("a", 40), line: line}},
 		{"m\nreq-1\n3", notice{kind: noticeMessages, id: "req-1", index: 3}},
 		{"c\nreq 1\nx", notice{kind: noticeChange, id: "req 1\nx"}},
+		{"r\n" + strings.Repeat("b", 40) + "\nreq-1\n4\n0", notice{kind: noticeReceipt, id: "req-1", tag: strings.Repeat("b", 40), index: 4}},
 	} {
 		got, err := parseNotice(tc.msg)
 		got.vote = tc.want.vote
