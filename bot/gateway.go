@@ -60,10 +60,13 @@ type Gateway struct {
 	receipts memo[Receipt]
 	// audited holds requests whose decision record this gateway appended
 	// (outbox.go: auditDecisionOnce).
-	audited   memo[struct{}]
-	done      <-chan struct{} // closed when the gateway stops
-	lastNudge time.Time       // guarded by mu
-	wg        sync.WaitGroup
+	audited memo[struct{}]
+	// justSealed holds what the store said of a request this gateway just
+	// sealed (ReceiptStore's known), for its outbox delivery (deliver).
+	justSealed memo[func() *Request]
+	done       <-chan struct{} // closed when the gateway stops
+	lastNudge  time.Time       // guarded by mu
+	wg         sync.WaitGroup
 	// closed is set by Close; mu orders it with wg.Add in background, so no
 	// follow-up is started while Close waits (a WaitGroup misuse).
 	mu     sync.Mutex
@@ -519,11 +522,15 @@ func (g *Gateway) sealAndWake(id string, s Status, local bool) {
 	sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	known := g.seal(sctx, id, s)
 	cancel()
+	// With the receipt just kept, and what the store last read of the
+	// request still all it holds, the waiters answer without a read, and
+	// so does the outbox's delivery here, which waits for this seal.
+	if known != nil && g.Outbox != nil {
+		g.justSealed.put(id, known)
+	}
 	if local {
 		g.local.end(id, false) // a notice held back is this decision's: woken below
 	}
-	// With the receipt just kept, and what the store last read of the
-	// request still all it holds, the waiters answer without a read.
 	g.hub.wakeKnown(id, known)
 	if g.Outbox != nil {
 		return // delivered from the outbox

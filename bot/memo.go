@@ -7,8 +7,8 @@ import "sync"
 const memoMax = 4096
 
 // memo is a bounded map of what this gateway knows without asking: the
-// receipts it verified or signed, the decision records it appended. The
-// zero value is ready.
+// receipts it verified or signed, the decision records it appended, the
+// requests it just sealed. The zero value is ready.
 type memo[V any] struct {
 	mu sync.Mutex
 	m  map[string]V
@@ -18,6 +18,15 @@ func (c *memo[V]) get(k string) (V, bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	v, ok := c.m[k]
+	return v, ok
+}
+
+// take is get, forgetting k.
+func (c *memo[V]) take(k string) (V, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	v, ok := c.m[k]
+	delete(c.m, k)
 	return v, ok
 }
 

@@ -137,9 +137,14 @@ func (g *Gateway) deliverEntry(e OutboxEntry) {
 // record, the receipt (when the deciding gateway did not seal it), the
 // grant of an "always" approval, then each platform's edit.
 func (g *Gateway) deliver(ctx context.Context, id string) error {
-	r, err := g.Store.Get(ctx, id)
-	if err != nil {
-		return err
+	var r *Request
+	if known, ok := g.justSealed.take(id); ok {
+		r = known() // sealed here a moment ago: final, as the store holds it
+	} else {
+		var err error
+		if r, err = g.Store.Get(ctx, id); err != nil {
+			return err
+		}
 	}
 	if !r.Status.Final() {
 		return nil

@@ -245,7 +245,9 @@ func (s *readsRefusedOnceSealed) Get(ctx context.Context, id string) (*bot.Reque
 // TestWaiterOnTheSealingReplicaIsAnsweredWithoutARead: the gateway that
 // decided and sealed a request answers its waiter with the receipt it
 // just kept, from what the seal read, not from another read of the
-// request (here a read after the seal would fail the wait).
+// request (here a read after the seal would fail the wait), and its
+// outbox delivers the decision from it too (a read would fail it, and
+// leave it in the outbox).
 func TestWaiterOnTheSealingReplicaIsAnsweredWithoutARead(t *testing.T) {
 	alice := bottest.NewPerson("alice")
 	p := bot.Persona{Name: "demo", Owner: &bot.Person{Name: "alice", Identities: []bot.Identity{alice.Identity()}}, DenyQuorum: 1, Timeout: time.Minute}
@@ -284,5 +286,9 @@ func TestWaiterOnTheSealingReplicaIsAnsweredWithoutARead(t *testing.T) {
 		}
 	case <-time.After(20 * time.Second):
 		t.Fatal("the waiter was not answered")
+	}
+	env.Gateway.Close() // waits for the delivery, and delivers what is left
+	if left, err := env.Store.ClaimOutbox(context.Background(), "check", 0, 10); err != nil || len(left) != 0 {
+		t.Fatalf("outbox still holds %v (%v): its delivery read the request", left, err)
 	}
 }
