@@ -77,7 +77,7 @@ func Run(ctx context.Context, cfg Config) (rep *Report, err error) {
 	return rep, err
 }
 
-func run1(ctx context.Context, cfg Config) (*Report, error) {
+func run1(ctx context.Context, cfg Config) (_ *Report, err error) {
 	if cfg.Concurrency <= 0 {
 		cfg.Concurrency = 1
 	}
@@ -120,11 +120,15 @@ func run1(ctx context.Context, cfg Config) (*Report, error) {
 	b.wc = &httpapi.Client{BaseURL: cfg.URL, HTTP: &http.Client{Transport: transport(2*cfg.Concurrency + 4)}, Token: cfg.Token, OnRetry: onRetry}
 	rep := &Report{Config: cfg, Machine: machine()}
 
-	fl, err := newFloor(ctx, cfg.Redis, cfg.Voters[0])
+	fl, err := newFloor(ctx, cfg.Redis, cfg.Voters)
 	if err != nil {
 		return nil, err
 	}
-	defer fl.close()
+	defer func() {
+		if cerr := fl.close(context.WithoutCancel(ctx)); cerr != nil && err == nil {
+			err = cerr
+		}
+	}()
 
 	// Warm the connections and the gateway's caches.
 	for i := range 5 {

@@ -59,11 +59,11 @@ func BenchmarkFloor(b *testing.B) {
 func benchFloor(b *testing.B, k *signing.Key) *floor {
 	b.Helper()
 	srv := bottest.Start(b, "embedded")
-	f, err := newFloor(context.Background(), srv.Client(b), k)
+	f, err := newFloor(context.Background(), srv.Client(b), []*signing.Key{k})
 	if err != nil {
 		b.Fatal(err)
 	}
-	b.Cleanup(f.close)
+	b.Cleanup(func() { f.close(context.Background()) })
 	return f
 }
 

@@ -5,7 +5,13 @@
 // in the same run, the physical floor of a vote beside it: one loopback
 // HTTP round trip to a trivial handler, one verification of a reaction by
 // the function the gateway calls (signing.ParseReaction), and one Redis
-// round trip (PING) with the gateway's client library.
+// round trip (PING) with the gateway's client library. Beside the floor,
+// on the same server, it measures those pieces done in series in one
+// handler and the design's minimum vote: verify, then the audited vote
+// script on a scratch request of its own (minimum.go) — what any gateway
+// built to this design must do for a vote, so a run shows how much of the
+// vote path's distance from the floor is the design's and how much is
+// this gateway's.
 //
 // It owns the measurement and its report, not the gateway: cmd/signoff
 // starts (or names) the gateway and hands this package its URL, the

@@ -19,9 +19,12 @@ import (
 
 // floor measures what a vote cannot avoid: one loopback HTTP round trip
 // (a trivial handler, same client settings, same body), one verification
-// of the reaction by the gateway's own function, one Redis round trip.
+// of the reaction by the gateway's own function, one Redis round trip;
+// and, on the same server, those pieces in series and the design's
+// minimum vote (minimum.go).
 type floor struct {
 	srv  *httptest.Server
+	min  *minimum
 	hc   *http.Client
 	rdb  goredis.UniversalClient
 	body []byte
@@ -31,7 +34,8 @@ type floor struct {
 	target string
 }
 
-func newFloor(ctx context.Context, rdb goredis.UniversalClient, k *signing.Key) (*floor, error) {
+func newFloor(ctx context.Context, rdb goredis.UniversalClient, voters []*signing.Key) (*floor, error) {
+	k := voters[0]
 	target := make([]byte, 32)
 	rand.Read(target)
 	at := time.Now()
@@ -45,21 +49,34 @@ func newFloor(ctx context.Context, rdb goredis.UniversalClient, k *signing.Key) 
 	if err := rdb.Ping(ctx).Err(); err != nil {
 		return nil, fmt.Errorf("bench: Redis does not answer PING: %w", err)
 	}
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	min := newMinimum(rdb, voters)
+	mux := http.NewServeMux()
+	mux.HandleFunc("/v1/nostr/events", func(w http.ResponseWriter, r *http.Request) {
 		io.Copy(io.Discard, r.Body)
 		w.Header().Set("Content-Type", "application/json")
 		io.WriteString(w, `{"result":"counted"}`+"\n")
-	}))
-	return &floor{srv: srv, hc: &http.Client{Transport: transport(4)}, rdb: rdb, body: body, at: at, key: k, target: hex.EncodeToString(target)}, nil
+	})
+	mux.Handle(seriesPath, series(rdb))
+	mux.HandleFunc(minimumPath, min.vote)
+	srv := httptest.NewServer(mux)
+	return &floor{srv: srv, min: min, hc: &http.Client{Transport: transport(4)}, rdb: rdb, body: body, at: at, key: k, target: hex.EncodeToString(target)}, nil
 }
 
-func (f *floor) close() { f.srv.Close() }
+// close stops the floor's server and deletes the minimum's scratch keys.
+func (f *floor) close(ctx context.Context) error {
+	f.srv.Close()
+	return f.min.close(ctx)
+}
 
 // FloorStats holds the floor's samples. Sign, not part of the floor, is
 // what the bench client spends signing one reaction before it posts it.
+// Series is the floor's pieces in one handler, Minimum the design's
+// minimum vote (minimum.go): each a POST's round trip as the client sees
+// it, as the vote path is.
 type FloorStats struct {
 	HTTP, Verify, Redis []time.Duration
 	Sign                []time.Duration
+	Series, Minimum     []time.Duration
 }
 
 // P50 is the floor: the sum of its pieces' medians.
@@ -74,12 +91,9 @@ func (f *floor) sample(ctx context.Context, s *FloorStats) error {
 		return err
 	}
 	req.Header.Set("Content-Type", "application/json")
-	resp, err := f.hc.Do(req)
-	if err != nil {
+	if err := f.post(req); err != nil {
 		return fmt.Errorf("bench: floor HTTP: %w", err)
 	}
-	io.Copy(io.Discard, resp.Body)
-	resp.Body.Close()
 	s.HTTP = append(s.HTTP, time.Since(t))
 
 	t = time.Now()
@@ -99,5 +113,48 @@ func (f *floor) sample(ctx context.Context, s *FloorStats) error {
 		return fmt.Errorf("bench: floor Redis PING: %w", err)
 	}
 	s.Redis = append(s.Redis, time.Since(t))
+
+	req, err = http.NewRequestWithContext(ctx, http.MethodPost, f.srv.URL+seriesPath, bytes.NewReader(f.body))
+	if err != nil {
+		return err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	t = time.Now()
+	if err := f.post(req); err != nil {
+		return fmt.Errorf("bench: the floor's pieces in series: %w", err)
+	}
+	s.Series = append(s.Series, time.Since(t))
+
+	raw, err := f.min.reaction(ctx)
+	if err != nil {
+		return err
+	}
+	req, err = http.NewRequestWithContext(ctx, http.MethodPost, f.srv.URL+minimumPath, bytes.NewReader(raw))
+	if err != nil {
+		return err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	t = time.Now()
+	if err := f.post(req); err != nil {
+		return fmt.Errorf("bench: the design's minimum vote: %w", err)
+	}
+	s.Minimum = append(s.Minimum, time.Since(t))
+	return nil
+}
+
+// post sends req and reads its answer, which must be a counted vote.
+func (f *floor) post(req *http.Request) error {
+	resp, err := f.hc.Do(req)
+	if err != nil {
+		return err
+	}
+	b, err := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if err != nil {
+		return err
+	}
+	if resp.StatusCode != http.StatusOK || !bytes.Contains(b, []byte(`"result":"counted"`)) {
+		return fmt.Errorf("%s: %s", resp.Status, bytes.TrimSpace(b))
+	}
 	return nil
 }

@@ -74,13 +74,7 @@ type Report struct {
 }
 
 // Ratio is the unloaded vote path's median over the floor.
-func (r *Report) Ratio() float64 {
-	f := r.Floor.P50()
-	if f <= 0 {
-		return 0
-	}
-	return float64(pct(r.Unloaded.Vote, 50)) / float64(f)
-}
+func (r *Report) Ratio() float64 { return r.over(r.Unloaded.Vote) }
 
 // pct is the q-th percentile of ds (0 when empty).
 func pct(ds []time.Duration, q int) time.Duration {
@@ -122,6 +116,11 @@ func (r *Report) Print(w io.Writer) {
 	fmt.Fprintf(w, "  verify one reaction           %8s   p99 %s (signing.ParseReaction, the gateway's verify: id hash + BIP-340 by %s)\n", Dur(pct(f.Verify, 50)), Dur(pct(f.Verify, 99)), signing.SchnorrLibrary())
 	fmt.Fprintf(w, "  Redis round trip (PING)       %8s   p99 %s\n", Dur(pct(f.Redis, 50)), Dur(pct(f.Redis, 99)))
 	fmt.Fprintf(w, "  floor                         %8s\n", Dur(f.P50()))
+	if len(f.Minimum) > 0 {
+		fmt.Fprintf(w, "beside it, a vote's least work, each a POST as the client sees it (p50 of %d each):\n", len(f.Minimum))
+		fmt.Fprintf(w, "  the floor's pieces in series  %8s   p99 %s = %.2f× the floor (one handler: read, verify, PING, answer)\n", Dur(pct(f.Series, 50)), Dur(pct(f.Series, 99)), r.over(f.Series))
+		fmt.Fprintf(w, "  the design's minimum vote     %8s   p99 %s = %.2f× the floor (read, verify, the audited vote script on a scratch request, answer: no more)\n", Dur(pct(f.Minimum, 50)), Dur(pct(f.Minimum, 99)), r.over(f.Minimum))
+	}
 	u := &r.Unloaded
 	fmt.Fprintf(w, "unloaded (%d lifecycles, one at a time):\n", u.Lifecycles)
 	r.phase(w, u)
@@ -168,7 +167,20 @@ func (r *Report) Print(w io.Writer) {
 	for _, e := range r.FirstErrors {
 		fmt.Fprintf(w, "  %s\n", e)
 	}
-	fmt.Fprintf(w, "ratio vote-p50/floor: %.2f (unloaded vote p50 %s over floor %s; target ≤ 1.3)\n", r.Ratio(), Dur(pct(u.Vote, 50)), Dur(f.P50()))
+	fmt.Fprintf(w, "ratio vote-p50/floor: %.2f (unloaded vote p50 %s over floor %s; target ≤ 1.3", r.Ratio(), Dur(pct(u.Vote, 50)), Dur(f.P50()))
+	if len(f.Minimum) > 0 {
+		fmt.Fprintf(w, "; beside it the design's minimum vote %.2f, the floor's pieces in series %.2f", r.over(f.Minimum), r.over(f.Series))
+	}
+	fmt.Fprintln(w, ")")
+}
+
+// over is the p50 of ds over the floor.
+func (r *Report) over(ds []time.Duration) float64 {
+	f := r.Floor.P50()
+	if f <= 0 {
+		return 0
+	}
+	return float64(pct(ds, 50)) / float64(f)
 }
 
 func (r *Report) phase(w io.Writer, p *Phase) {
