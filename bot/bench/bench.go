@@ -160,6 +160,9 @@ func run1(ctx context.Context, cfg Config) (_ *Report, err error) {
 	if cfg.Gateway != nil {
 		rep.Gateway = cfg.Gateway()
 	}
+	if err := b.minimumLoaded(ctx, fl, rep); err != nil {
+		return rep, err
+	}
 	if cfg.Audit != nil {
 		rep.Audit = b.checkAudit(ctx, cfg.Audit)
 	}

@@ -139,3 +139,33 @@ func TestRateLimitedRunSaysSo(t *testing.T) {
 		t.Errorf("no progress line told of the waits:\n%s", progress.String())
 	}
 }
+
+// TestRunLeavesNoScratchKeys: a run measures the design's minimum vote
+// unloaded and under load, on scratch keys of its own in the gateway's
+// Redis, and deletes them all when it ends.
+func TestRunLeavesNoScratchKeys(t *testing.T) {
+	srv := bottest.Start(t, "embedded")
+	owner := bottest.NewPerson("owner")
+	p := bot.Persona{Name: "bench", Owner: &bot.Person{Name: "owner", Identities: []bot.Identity{owner.Identity()}}, DenyQuorum: 1, Timeout: time.Hour}
+	env := bottest.NewOn(t, srv.Client(t), srv.Prefix, p, nil)
+	api := httptest.NewServer((&httpapi.Server{Gateway: env.Gateway}).Handler())
+	t.Cleanup(api.Close)
+	rdb := srv.Client(t)
+	var out bytes.Buffer
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	rep, err := Run(ctx, Config{
+		URL: api.URL, Persona: "bench", Voters: []*signing.Key{owner.Key}, Redis: rdb,
+		Concurrency: 2, N: 3, Unloaded: 2, Out: &out,
+	})
+	if err != nil {
+		t.Fatalf("bench: %v\n%s", err, out.String())
+	}
+	if len(rep.Floor.Minimum) != 6 || rep.MinimumLoad == nil || rep.MinimumLoad.Votes != 3 {
+		t.Fatalf("minimum: %d unloaded samples, under load %+v; want 6 and 3 votes\n%s", len(rep.Floor.Minimum), rep.MinimumLoad, out.String())
+	}
+	keys, err := rdb.Keys(ctx, "signoff-bench-minimum-*").Result()
+	if err != nil || len(keys) != 0 {
+		t.Errorf("scratch keys left after the run: %v (%v)", keys, err)
+	}
+}

@@ -9,6 +9,8 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"strconv"
+	"sync/atomic"
 	"time"
 
 	goredis "github.com/redis/go-redis/v9"
@@ -23,12 +25,16 @@ import (
 // and, on the same server, those pieces in series and the design's
 // minimum vote (minimum.go).
 type floor struct {
-	srv  *httptest.Server
-	min  *minimum
-	hc   *http.Client
-	rdb  goredis.UniversalClient
-	body []byte
-	at   time.Time
+	srv *httptest.Server
+	min *minimum
+	// scratch starts every key the minimum writes; loaded holds the
+	// minimum's per-client handlers while it runs under load.
+	scratch string
+	loaded  atomic.Pointer[[]*minimum]
+	hc      *http.Client
+	rdb     goredis.UniversalClient
+	body    []byte
+	at      time.Time
 	// key signs target's reactions (the bench client's cost per vote)
 	key    *signing.Key
 	target string
@@ -49,7 +55,9 @@ func newFloor(ctx context.Context, rdb goredis.UniversalClient, voters []*signin
 	if err := rdb.Ping(ctx).Err(); err != nil {
 		return nil, fmt.Errorf("bench: Redis does not answer PING: %w", err)
 	}
-	min := newMinimum(rdb, voters)
+	scratch := scratchPrefix()
+	min := newMinimum(rdb, scratch+"-unloaded", voters)
+	f := &floor{min: min, scratch: scratch, hc: &http.Client{Transport: transport(4)}, rdb: rdb, body: body, at: at, key: k, target: hex.EncodeToString(target)}
 	mux := http.NewServeMux()
 	mux.HandleFunc("/v1/nostr/events", func(w http.ResponseWriter, r *http.Request) {
 		io.Copy(io.Discard, r.Body)
@@ -58,14 +66,27 @@ func newFloor(ctx context.Context, rdb goredis.UniversalClient, voters []*signin
 	})
 	mux.Handle(seriesPath, series(rdb))
 	mux.HandleFunc(minimumPath, min.vote)
-	srv := httptest.NewServer(mux)
-	return &floor{srv: srv, min: min, hc: &http.Client{Transport: transport(4)}, rdb: rdb, body: body, at: at, key: k, target: hex.EncodeToString(target)}, nil
+	mux.HandleFunc(minimumPath+"/{client}", f.loadedVote)
+	f.srv = httptest.NewServer(mux)
+	return f, nil
+}
+
+// loadedVote is the minimum handler of one client of the minimum's
+// loaded run.
+func (f *floor) loadedVote(w http.ResponseWriter, r *http.Request) {
+	i, err := strconv.Atoi(r.PathValue("client"))
+	ms := f.loaded.Load()
+	if err != nil || ms == nil || i < 0 || i >= len(*ms) {
+		http.Error(w, "no such client of the minimum's loaded run", http.StatusNotFound)
+		return
+	}
+	(*ms)[i].vote(w, r)
 }
 
 // close stops the floor's server and deletes the minimum's scratch keys.
 func (f *floor) close(ctx context.Context) error {
 	f.srv.Close()
-	return f.min.close(ctx)
+	return deleteScratch(ctx, f.rdb, f.scratch)
 }
 
 // FloorStats holds the floor's samples. Sign, not part of the floor, is
@@ -91,7 +112,7 @@ func (f *floor) sample(ctx context.Context, s *FloorStats) error {
 		return err
 	}
 	req.Header.Set("Content-Type", "application/json")
-	if err := f.post(req); err != nil {
+	if err := f.post(nil, req); err != nil {
 		return fmt.Errorf("bench: floor HTTP: %w", err)
 	}
 	s.HTTP = append(s.HTTP, time.Since(t))
@@ -120,7 +141,7 @@ func (f *floor) sample(ctx context.Context, s *FloorStats) error {
 	}
 	req.Header.Set("Content-Type", "application/json")
 	t = time.Now()
-	if err := f.post(req); err != nil {
+	if err := f.post(nil, req); err != nil {
 		return fmt.Errorf("bench: the floor's pieces in series: %w", err)
 	}
 	s.Series = append(s.Series, time.Since(t))
@@ -135,16 +156,20 @@ func (f *floor) sample(ctx context.Context, s *FloorStats) error {
 	}
 	req.Header.Set("Content-Type", "application/json")
 	t = time.Now()
-	if err := f.post(req); err != nil {
+	if err := f.post(nil, req); err != nil {
 		return fmt.Errorf("bench: the design's minimum vote: %w", err)
 	}
 	s.Minimum = append(s.Minimum, time.Since(t))
 	return nil
 }
 
-// post sends req and reads its answer, which must be a counted vote.
-func (f *floor) post(req *http.Request) error {
-	resp, err := f.hc.Do(req)
+// post sends req with hc (the floor's client when nil) and reads its
+// answer, which must be a counted vote.
+func (f *floor) post(hc *http.Client, req *http.Request) error {
+	if hc == nil {
+		hc = f.hc
+	}
+	resp, err := hc.Do(req)
 	if err != nil {
 		return err
 	}

@@ -32,11 +32,16 @@ import (
 //     answer. No audit file, no waiters, no notices heard, no metrics.
 //
 // The minimum's requests and audit chain live under a prefix of their own
-// on the gateway's Redis, deleted when the run ends.
+// on the gateway's Redis, deleted when the run ends. After the loaded
+// phase, the minimum runs again under the same load (minimumLoaded): each
+// client its own scratch request and chain, at /minimum/{client}.
 const (
 	seriesPath  = "/series"
 	minimumPath = "/minimum"
 )
+
+// scratchPrefix is the start of every key the minimum writes in a run.
+func scratchPrefix() string { return "signoff-bench-minimum-" + bot.NewID()[:8] }
 
 // minimum is the minimum handler's state: a scratch store, its persona
 // (the bench's voters as members, all of them needed to decide, as the
@@ -57,8 +62,8 @@ type minimum struct {
 	prev    string
 }
 
-func newMinimum(rdb goredis.UniversalClient, voters []*signing.Key) *minimum {
-	m := &minimum{rdb: rdb, prefix: "signoff-bench-minimum-" + bot.NewID()[:8], voters: voters, gateway: signing.NewKey().PublicKey()}
+func newMinimum(rdb goredis.UniversalClient, prefix string, voters []*signing.Key) *minimum {
+	m := &minimum{rdb: rdb, prefix: prefix, voters: voters, gateway: signing.NewKey().PublicKey()}
 	m.store = qredis.New(rdb, m.prefix)
 	m.persona = bot.Persona{
 		Name:  "bench-minimum",
@@ -165,10 +170,11 @@ func series(rdb goredis.UniversalClient) http.HandlerFunc {
 	}
 }
 
-// close deletes the minimum's keys (its requests, chain and outbox).
-func (m *minimum) close(ctx context.Context) error {
+// deleteScratch deletes every key under prefix (the minimum's requests,
+// chains and outboxes).
+func deleteScratch(ctx context.Context, rdb goredis.UniversalClient, prefix string) error {
 	del := func(ctx context.Context, c goredis.Cmdable) error {
-		iter := c.Scan(ctx, 0, m.prefix+":*", 1000).Iterator()
+		iter := c.Scan(ctx, 0, prefix+"*", 1000).Iterator()
 		for iter.Next(ctx) {
 			if err := c.Del(ctx, iter.Val()).Err(); err != nil {
 				return err
@@ -177,13 +183,13 @@ func (m *minimum) close(ctx context.Context) error {
 		return iter.Err()
 	}
 	var err error
-	if c, ok := m.rdb.(*goredis.ClusterClient); ok {
+	if c, ok := rdb.(*goredis.ClusterClient); ok {
 		err = c.ForEachMaster(ctx, func(ctx context.Context, c *goredis.Client) error { return del(ctx, c) })
 	} else {
-		err = del(ctx, m.rdb)
+		err = del(ctx, rdb)
 	}
 	if err != nil {
-		return fmt.Errorf("bench: deleting the minimum's scratch keys (%s:*): %w", m.prefix, err)
+		return fmt.Errorf("bench: deleting the minimum's scratch keys (%s*): %w", prefix, err)
 	}
 	return nil
 }

@@ -60,10 +60,12 @@ type Report struct {
 	Unloaded Phase
 	// Steps are where the unloaded votes' time went in the gateway, and
 	// Handler the whole of each vote's call there (bench --spawn only).
-	Steps       []steptrace.Step
-	Handler     steptrace.Step
-	Loaded      Phase
-	CPU         CPU // of the loaded phase
+	Steps   []steptrace.Step
+	Handler steptrace.Step
+	Loaded  Phase
+	CPU     CPU // of the loaded phase
+	// MinimumLoad is the design's minimum vote under the same load.
+	MinimumLoad *MinimumLoad
 	Audit       *AuditCheck
 	Gateway     []string // the gateway's own account of the loaded phase
 	Errors      int64
@@ -150,6 +152,20 @@ func (r *Report) Print(w io.Writer) {
 		fmt.Fprintf(w, "  bench client signing reactions      %s each (unloaded p50, %s): ≈ %.2f of %d cores in the loaded phase\n",
 			Dur(sign), how, cores, runtime.NumCPU())
 	}
+	if m := r.MinimumLoad; m != nil {
+		fmt.Fprintf(w, "the design's minimum vote under the same load (%d clients, each its own scratch request and chain; took %s):\n", c.Concurrency, Dur(m.Elapsed))
+		every := fmt.Sprintf("a request made every %d votes", len(c.Voters))
+		if len(c.Voters) == 1 {
+			every = "a request made for each"
+		}
+		fmt.Fprintf(w, "  votes/s (verified, counted)   %8.0f   (%d votes; %s; no waiter, seal, receipt, outbox or audit file)\n", m.PerSecond(), m.Votes, every)
+		if m.Process > 0 && m.Elapsed > 0 {
+			fmt.Fprintf(w, "  cpu, this process             %8.2f cores (the bench client and the minimum's handlers)\n", m.Process.Seconds()/m.Elapsed.Seconds())
+		}
+		if m.Redis > 0 && m.Elapsed > 0 {
+			fmt.Fprintf(w, "  cpu, redis-server             %8.2f cores\n", m.Redis.Seconds()/m.Elapsed.Seconds())
+		}
+	}
 	if a := r.Audit; a != nil {
 		switch {
 		case a.Err != "":
@@ -172,6 +188,9 @@ func (r *Report) Print(w io.Writer) {
 		fmt.Fprintf(w, "; beside it the design's minimum vote %.2f, the floor's pieces in series %.2f", r.over(f.Minimum), r.over(f.Series))
 	}
 	fmt.Fprintln(w, ")")
+	if m := r.MinimumLoad; m != nil {
+		fmt.Fprintf(w, "verified votes/s: %.0f (target ≥ 5000; beside it the design's minimum vote under the same load %.0f)\n", r.Loaded.PerSecond(r.Loaded.Votes), m.PerSecond())
+	}
 }
 
 // over is the p50 of ds over the floor.

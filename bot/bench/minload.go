@@ -1,0 +1,116 @@
+package bench
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"net/http"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// MinimumLoad is the design's minimum vote (minimum.go) run under the
+// loaded phase's load: the same number of clients, each posting its votes
+// one after another to a minimum handler of its own (its own scratch
+// request and chain), a new request every len(Voters) votes.
+type MinimumLoad struct {
+	Votes   int
+	Elapsed time.Duration
+	// Process and Redis are the phase's CPU time (0 when unknown).
+	Process, Redis time.Duration
+}
+
+// PerSecond is the votes over the phase's time.
+func (m *MinimumLoad) PerSecond() float64 {
+	if m.Elapsed <= 0 {
+		return 0
+	}
+	return float64(m.Votes) / m.Elapsed.Seconds()
+}
+
+// minimumLoaded runs the minimum under load for Duration, or N lifecycles'
+// worth of votes.
+func (b *run) minimumLoaded(ctx context.Context, fl *floor, rep *Report) error {
+	ms := make([]*minimum, b.cfg.Concurrency)
+	for i := range ms {
+		ms[i] = newMinimum(b.cfg.Redis, fl.scratch+"-client"+strconv.Itoa(i), b.cfg.Voters)
+	}
+	fl.loaded.Store(&ms)
+	defer fl.loaded.Store(nil)
+
+	deadline := time.Now().Add(b.cfg.Duration)
+	budget := int64(b.cfg.N * len(b.cfg.Voters))
+	var started, done atomic.Int64
+	more := func() bool {
+		if ctx.Err() != nil {
+			return false
+		}
+		if b.cfg.N > 0 {
+			return started.Add(1) <= budget
+		}
+		return time.Now().Before(deadline)
+	}
+	proc0, _ := processCPU()
+	redis0, _ := redisCPU(ctx, b.cfg.Redis)
+	start := time.Now()
+	stop := make(chan struct{})
+	var pwg sync.WaitGroup
+	pwg.Go(func() {
+		t := time.NewTicker(time.Second)
+		defer t.Stop()
+		last := int64(0)
+		for {
+			select {
+			case <-stop:
+				return
+			case <-t.C:
+				n := done.Load()
+				fmt.Fprintf(b.cfg.Progress, "bench: the design's minimum vote under load %2.0fs: %d votes (%d/s this second)\n",
+					time.Since(start).Seconds(), n, n-last)
+				last = n
+			}
+		}
+	})
+	var (
+		wg       sync.WaitGroup
+		errOnce  sync.Once
+		firstErr error
+	)
+	for i, m := range ms {
+		url := fl.srv.URL + minimumPath + "/" + strconv.Itoa(i)
+		wg.Go(func() {
+			for more() {
+				raw, err := m.reaction(ctx)
+				if err == nil {
+					var req *http.Request
+					if req, err = http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(raw)); err == nil {
+						req.Header.Set("Content-Type", "application/json")
+						err = fl.post(b.hc, req)
+					}
+				}
+				if err != nil {
+					errOnce.Do(func() { firstErr = err })
+					return
+				}
+				done.Add(1)
+			}
+		})
+	}
+	wg.Wait()
+	ml := &MinimumLoad{Votes: int(done.Load()), Elapsed: time.Since(start)}
+	close(stop)
+	pwg.Wait()
+	if p, ok := processCPU(); ok && proc0 > 0 {
+		ml.Process = p - proc0
+	}
+	if r, err := redisCPU(ctx, b.cfg.Redis); err == nil && redis0 > 0 {
+		ml.Redis = r - redis0
+	}
+	rep.MinimumLoad = ml
+	if firstErr != nil {
+		return fmt.Errorf("bench: the design's minimum vote under load: %w", firstErr)
+	}
+	return nil
+}
