@@ -9,8 +9,6 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
-	"strconv"
-	"sync/atomic"
 	"time"
 
 	goredis "github.com/redis/go-redis/v9"
@@ -27,10 +25,8 @@ import (
 type floor struct {
 	srv *httptest.Server
 	min *minimum
-	// scratch starts every key the minimum writes; loaded holds the
-	// minimum's per-client handlers while it runs under load.
+	// scratch starts every key the minimum writes.
 	scratch string
-	loaded  atomic.Pointer[[]*minimum]
 	hc      *http.Client
 	rdb     goredis.UniversalClient
 	body    []byte
@@ -56,7 +52,7 @@ func newFloor(ctx context.Context, rdb goredis.UniversalClient, voters []*signin
 		return nil, fmt.Errorf("bench: Redis does not answer PING: %w", err)
 	}
 	scratch := scratchPrefix()
-	min := newMinimum(rdb, scratch+"-unloaded", voters)
+	min := newMinimum(rdb, scratch, voters)
 	f := &floor{min: min, scratch: scratch, hc: &http.Client{Transport: transport(4)}, rdb: rdb, body: body, at: at, key: k, target: hex.EncodeToString(target)}
 	mux := http.NewServeMux()
 	mux.HandleFunc("/v1/nostr/events", func(w http.ResponseWriter, r *http.Request) {
@@ -65,22 +61,10 @@ func newFloor(ctx context.Context, rdb goredis.UniversalClient, voters []*signin
 		io.WriteString(w, `{"result":"counted"}`+"\n")
 	})
 	mux.Handle(seriesPath, series(rdb))
-	mux.HandleFunc(minimumPath, min.vote)
-	mux.HandleFunc(minimumPath+"/{client}", f.loadedVote)
+	mux.Handle(minimumPath, min.handler(0))
+	mux.Handle(minimumPath+"/{client}", min.handler(-1))
 	f.srv = httptest.NewServer(mux)
 	return f, nil
-}
-
-// loadedVote is the minimum handler of one client of the minimum's
-// loaded run.
-func (f *floor) loadedVote(w http.ResponseWriter, r *http.Request) {
-	i, err := strconv.Atoi(r.PathValue("client"))
-	ms := f.loaded.Load()
-	if err != nil || ms == nil || i < 0 || i >= len(*ms) {
-		http.Error(w, "no such client of the minimum's loaded run", http.StatusNotFound)
-		return
-	}
-	(*ms)[i].vote(w, r)
 }
 
 // close stops the floor's server and deletes the minimum's scratch keys.
@@ -146,7 +130,7 @@ func (f *floor) sample(ctx context.Context, s *FloorStats) error {
 	}
 	s.Series = append(s.Series, time.Since(t))
 
-	raw, err := f.min.reaction(ctx)
+	raw, err := f.min.reaction(ctx, 0)
 	if err != nil {
 		return err
 	}

@@ -49,7 +49,7 @@ func TestMinimumDoesAVotesWork(t *testing.T) {
 			if n := records(); n != 6 {
 				t.Errorf("the scratch chain holds %d records after 6 votes", n)
 			}
-			last, err := st.Get(ctx, f.min.id)
+			last, err := st.Get(ctx, f.min.clients[0].id)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -59,8 +59,8 @@ func TestMinimumDoesAVotesWork(t *testing.T) {
 
 			// Bad input: a body that is no event, a reaction to another
 			// event.
-			f.min.next = 0
-			if _, err := f.min.reaction(ctx); err != nil { // a new request, its first vote not sent
+			f.min.clients[0].next = 0
+			if _, err := f.min.reaction(ctx, 0); err != nil { // a new request, its first vote not sent
 				t.Fatal(err)
 			}
 			other, _ := signing.NewReactionWithReason(voters[1], strings.Repeat("ab", 32), f.min.gateway, bot.Approve, "", f.at)

@@ -13,8 +13,8 @@ import (
 
 // MinimumLoad is the design's minimum vote (minimum.go) run under the
 // loaded phase's load: the same number of clients, each posting its votes
-// one after another to a minimum handler of its own (its own scratch
-// request and chain), a new request every len(Voters) votes.
+// one after another on scratch requests of its own, a new request every
+// len(Voters) votes, all on one chain (batched as the gateway's).
 type MinimumLoad struct {
 	Votes   int
 	Elapsed time.Duration
@@ -33,12 +33,7 @@ func (m *MinimumLoad) PerSecond() float64 {
 // minimumLoaded runs the minimum under load for Duration, or N lifecycles'
 // worth of votes.
 func (b *run) minimumLoaded(ctx context.Context, fl *floor, rep *Report) error {
-	ms := make([]*minimum, b.cfg.Concurrency)
-	for i := range ms {
-		ms[i] = newMinimum(b.cfg.Redis, fl.scratch+"-client"+strconv.Itoa(i), b.cfg.Voters)
-	}
-	fl.loaded.Store(&ms)
-	defer fl.loaded.Store(nil)
+	fl.min.grow(1 + b.cfg.Concurrency) // client 0 is the unloaded phase's
 
 	deadline := time.Now().Add(b.cfg.Duration)
 	budget := int64(b.cfg.N * len(b.cfg.Voters))
@@ -78,11 +73,11 @@ func (b *run) minimumLoaded(ctx context.Context, fl *floor, rep *Report) error {
 		errOnce  sync.Once
 		firstErr error
 	)
-	for i, m := range ms {
+	for i := 1; i <= b.cfg.Concurrency; i++ {
 		url := fl.srv.URL + minimumPath + "/" + strconv.Itoa(i)
 		wg.Go(func() {
 			for more() {
-				raw, err := m.reaction(ctx)
+				raw, err := fl.min.reaction(ctx, i)
 				if err == nil {
 					var req *http.Request
 					if req, err = http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(raw)); err == nil {

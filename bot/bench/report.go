@@ -153,7 +153,7 @@ func (r *Report) Print(w io.Writer) {
 			Dur(sign), how, cores, runtime.NumCPU())
 	}
 	if m := r.MinimumLoad; m != nil {
-		fmt.Fprintf(w, "the design's minimum vote under the same load (%d clients, each its own scratch request and chain; took %s):\n", c.Concurrency, Dur(m.Elapsed))
+		fmt.Fprintf(w, "the design's minimum vote under the same load (%d clients, each on scratch requests of its own, all on one chain, its round trips batched as the gateway's; took %s):\n", c.Concurrency, Dur(m.Elapsed))
 		every := fmt.Sprintf("a request made every %d votes", len(c.Voters))
 		if len(c.Voters) == 1 {
 			every = "a request made for each"
