@@ -199,7 +199,7 @@ func (s *Store) Create(ctx context.Context, r *bot.Request, p bot.Persona) error
 	}
 	keys := s.requestKeys(r.ID)
 	ttl := time.Until(r.Deadline) + s.Retention
-	_, err = s.rdb.TxPipelined(ctx, func(pl goredis.Pipeliner) error {
+	request := func(pl goredis.Pipeliner) {
 		pl.HSet(ctx, keys[0], map[string]any{
 			"doc": docJSON, "persona": pJSON, "status": string(bot.Pending), "nk": newNoticeKey(),
 			"due": r.Deadline.UnixMilli(), "aq": p.ApprovalQuorum, "dq": max(p.DenyQuorum, 1),
@@ -210,25 +210,43 @@ func (s *Store) Create(ctx context.Context, r *bot.Request, p bot.Persona) error
 			pl.RPush(ctx, keys[4], msgs...)
 			pl.Expire(ctx, keys[4], ttl)
 		}
-		return nil
-	})
-	if err != nil {
-		return unavailable("create request", err)
 	}
-	// Indexes live outside the request's slot; a crash between the two
-	// steps leaves a request that the sweeper cannot see, so it would
-	// never be approved either: still closed.
-	_, err = s.rdb.Pipelined(ctx, func(pl goredis.Pipeliner) error {
+	indexes := func(pl goredis.Pipeliner) {
 		pl.ZAdd(ctx, s.key("pending"), goredis.Z{Score: float64(r.Deadline.UnixMilli()), Member: r.ID})
 		pl.ZAdd(ctx, s.key("recent"), goredis.Z{Score: float64(r.CreatedAt.UnixMilli()), Member: r.ID})
 		pl.ZRemRangeByRank(ctx, s.key("recent"), 0, -10001)
 		for _, m := range r.Messages {
 			pl.Set(ctx, s.key("ref", m.Key()), r.ID, ttl)
 		}
-		return nil
-	})
-	if err != nil {
-		return unavailable("index request", err)
+	}
+	if _, cluster := s.rdb.(*goredis.ClusterClient); !cluster {
+		// One server: the request and its indexes in one transaction, one
+		// round trip.
+		if _, err := s.rdb.TxPipelined(ctx, func(pl goredis.Pipeliner) error {
+			request(pl)
+			indexes(pl)
+			return nil
+		}); err != nil {
+			return unavailable("create request", err)
+		}
+	} else {
+		_, err = s.rdb.TxPipelined(ctx, func(pl goredis.Pipeliner) error {
+			request(pl)
+			return nil
+		})
+		if err != nil {
+			return unavailable("create request", err)
+		}
+		// Indexes live outside the request's slot; a crash between the two
+		// steps leaves a request that the sweeper cannot see, so it would
+		// never be approved either: still closed.
+		_, err = s.rdb.Pipelined(ctx, func(pl goredis.Pipeliner) error {
+			indexes(pl)
+			return nil
+		})
+		if err != nil {
+			return unavailable("index request", err)
+		}
 	}
 	s.remember(r.ID, p)
 	for _, m := range r.Messages {

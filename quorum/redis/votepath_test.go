@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -136,6 +137,45 @@ func TestAuditedVoteRefusedWhereItsRecordCannotBeAppended(t *testing.T) {
 				})
 			}
 			rdb.Del(ctx, head, log)
+		})
+	}
+}
+
+// TestCreateOnOneServerIsOneRoundTrip: on one Redis server a request, its
+// messages and its indexes are written in one transaction, one round
+// trip; another replica then finds it every way it is looked for.
+func TestCreateOnOneServerIsOneRoundTrip(t *testing.T) {
+	for _, backend := range bottest.Backends() {
+		t.Run(backend, func(t *testing.T) {
+			srv := bottest.Start(t, backend)
+			here, hook, _ := srv.CountedStore(t)
+			other := srv.Store(t)
+			ctx := context.Background()
+			p := bot.Persona{Name: "p", Owner: &bot.Person{Name: "o"}, DenyQuorum: 1}
+			newRequest(t, here, p) // the connection's handshake
+			hook.Reset()
+			r := newRequest(t, here, p)
+			if n := hook.Trips(); n != 1 {
+				t.Errorf("create took %d round trips, want 1: %s", n, hook)
+			}
+			if hook.Count("MULTI", "") != 1 || hook.Count("EXEC", "") != 1 {
+				t.Errorf("create is not one transaction: %s", hook)
+			}
+			got, err := other.Get(ctx, r.ID)
+			if err != nil || got.Status != bot.Pending || len(got.Messages) != 1 {
+				t.Fatalf("another replica reads %+v, %v", got, err)
+			}
+			if id, err := other.Lookup(ctx, r.Messages[0]); err != nil || id != r.ID {
+				t.Errorf("another replica looks up its message: %q, %v", id, err)
+			}
+			ids, err := other.PendingIDs(ctx)
+			if err != nil || !slices.Contains(ids, r.ID) {
+				t.Errorf("pending index: %v, %v; want it to hold %s", ids, err, r.ID)
+			}
+			due, err := other.Due(ctx, r.Deadline.Add(time.Second))
+			if err != nil || !slices.Contains(due, r.ID) {
+				t.Errorf("due after its deadline: %v, %v; want %s", due, err, r.ID)
+			}
 		})
 	}
 }
