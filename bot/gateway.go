@@ -285,6 +285,12 @@ func (g *Gateway) submit(ctx context.Context, n NewRequest, denyOnly string) (*R
 	if err != nil {
 		return g.resolveNow(ctx, r.ID, Denied, err.Error())
 	}
+	if len(refs) == 0 {
+		// Posted on no platform (the API lists it): the answer is what
+		// was written, with no read back. Only an answer through the API
+		// could have changed it since; the caller's wait sees that.
+		return g.describe(ctx, r, nil)
+	}
 	cur, err := g.Store.Get(ctx, r.ID)
 	cur = g.vouch(ctx, cur)
 	if err == nil && added && cur.Status.Final() {
