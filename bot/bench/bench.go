@@ -371,23 +371,8 @@ func (b *run) loaded(ctx context.Context, rep *Report) error {
 	)
 	p := &rep.Loaded
 	start := time.Now()
-	stopProgress := make(chan struct{})
-	var pwg sync.WaitGroup
-	pwg.Go(func() {
-		t := time.NewTicker(time.Second)
-		defer t.Stop()
-		last := int64(0)
-		for {
-			select {
-			case <-stopProgress:
-				return
-			case <-t.C:
-				n := finished.Load()
-				fmt.Fprintf(b.cfg.Progress, "bench: loaded %2.0fs: %d lifecycles (%d/s this second), %d errors\n",
-					time.Since(start).Seconds(), n, n-last, b.errs.Load())
-				last = n
-			}
-		}
+	stopProgress := b.everySecond(finished.Load, func(secs float64, n, delta int64) string {
+		return fmt.Sprintf("bench: loaded %2.0fs: %d lifecycles (%d/s this second), %d errors", secs, n, delta, b.errs.Load())
 	})
 	for range b.cfg.Concurrency {
 		wg.Go(func() {
@@ -414,9 +399,36 @@ func (b *run) loaded(ctx context.Context, rep *Report) error {
 	wg.Wait()
 	p.Elapsed = time.Since(start)
 	rep.CPU = meter.stop(ctx, b.cfg.GatewayHere)
-	close(stopProgress)
-	pwg.Wait()
+	stopProgress()
 	return nil
+}
+
+// everySecond prints line on the progress writer once a second (with the
+// seconds since it started, count now, and count's rise since the last
+// line) until the returned stop is called.
+func (b *run) everySecond(count func() int64, line func(secs float64, n, delta int64) string) (stop func()) {
+	start := time.Now()
+	done := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		t := time.NewTicker(time.Second)
+		defer t.Stop()
+		last := int64(0)
+		for {
+			select {
+			case <-done:
+				return
+			case <-t.C:
+				n := count()
+				fmt.Fprintln(b.cfg.Progress, line(time.Since(start).Seconds(), n, n-last))
+				last = n
+			}
+		}
+	})
+	return func() {
+		close(done)
+		wg.Wait()
+	}
 }
 
 // AuditCheck is what the gateway's audit stream says of the requests run.

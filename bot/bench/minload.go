@@ -50,23 +50,8 @@ func (b *run) minimumLoaded(ctx context.Context, fl *floor, rep *Report) error {
 	proc0, _ := processCPU()
 	redis0, _ := redisCPU(ctx, b.cfg.Redis)
 	start := time.Now()
-	stop := make(chan struct{})
-	var pwg sync.WaitGroup
-	pwg.Go(func() {
-		t := time.NewTicker(time.Second)
-		defer t.Stop()
-		last := int64(0)
-		for {
-			select {
-			case <-stop:
-				return
-			case <-t.C:
-				n := done.Load()
-				fmt.Fprintf(b.cfg.Progress, "bench: the design's minimum vote under load %2.0fs: %d votes (%d/s this second)\n",
-					time.Since(start).Seconds(), n, n-last)
-				last = n
-			}
-		}
+	stopProgress := b.everySecond(done.Load, func(secs float64, n, delta int64) string {
+		return fmt.Sprintf("bench: the design's minimum vote under load %2.0fs: %d votes (%d/s this second)", secs, n, delta)
 	})
 	var (
 		wg       sync.WaitGroup
@@ -95,8 +80,7 @@ func (b *run) minimumLoaded(ctx context.Context, fl *floor, rep *Report) error {
 	}
 	wg.Wait()
 	ml := &MinimumLoad{Votes: int(done.Load()), Elapsed: time.Since(start)}
-	close(stop)
-	pwg.Wait()
+	stopProgress()
 	if p, ok := processCPU(); ok && proc0 > 0 {
 		ml.Process = p - proc0
 	}
