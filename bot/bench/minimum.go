@@ -251,7 +251,7 @@ func (m *minimum) tally(ctx context.Context, b bot.Ballot, line []byte) (bot.Vot
 	batch := m.queue
 	m.queue = nil
 	m.qmu.Unlock()
-	m.commit(ctx, batch)
+	m.commit(context.WithoutCancel(ctx), batch) // the batch holds other clients' votes too
 	m.qmu.Lock()
 	if len(m.queue) > 0 {
 		close(m.queue[0].turn)
