@@ -387,24 +387,25 @@ func retrySeconds(d time.Duration) int {
 	return max(1, int(math.Ceil(d.Seconds())))
 }
 
+// writeJSON writes v as the answer, its length told: one write, never
+// chunked (an answer past net/http's 2 KB buffer would be sent in chunks,
+// a write for each and one for the end).
 func writeJSON(w http.ResponseWriter, status int, v any) {
 	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(status)
-	_ = json.NewEncoder(w).Encode(v)
-}
-
-// writeJSONNow is writeJSON sent at once, whole (its length told), so
-// the client has its answer while the handler goes on.
-func writeJSONNow(w http.ResponseWriter, status int, v any) {
 	b, err := json.Marshal(v)
 	if err != nil {
-		writeJSON(w, status, v)
+		w.WriteHeader(status) // as an encoder's failure left it: no body
 		return
 	}
 	b = append(b, '\n')
-	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("Content-Length", strconv.Itoa(len(b)))
 	w.WriteHeader(status)
 	w.Write(b)
+}
+
+// writeJSONNow is writeJSON sent at once, so the client has its answer
+// while the handler goes on.
+func writeJSONNow(w http.ResponseWriter, status int, v any) {
+	writeJSON(w, status, v)
 	_ = http.NewResponseController(w).Flush()
 }

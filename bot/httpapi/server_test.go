@@ -324,3 +324,40 @@ func TestReadyzSaysTheStoreDidNotAnswer(t *testing.T) {
 		t.Errorf("/readyz with a store that hangs = %d %s; want 503 saying the store did not answer", resp.StatusCode, body)
 	}
 }
+
+// TestLargeAnswersAreOneWriteWithTheirLength: an answer past net/http's
+// 2 KB buffer (a request with a long action, as created and as read) is
+// sent whole with its length, not in chunks (a write each, and one for
+// the end).
+func TestLargeAnswersAreOneWriteWithTheirLength(t *testing.T) {
+	f := setup(t)
+	body := `{"persona":"demo","kind":"command","action":"deploy ` + strings.Repeat("x", 3000) + `","reason":"big"}`
+	check := func(what string, resp *http.Response) []byte {
+		t.Helper()
+		defer resp.Body.Close()
+		b, err := io.ReadAll(resp.Body)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if resp.StatusCode/100 != 2 || len(b) < 3000 {
+			t.Fatalf("%s: %s, %d bytes", what, resp.Status, len(b))
+		}
+		if len(resp.TransferEncoding) != 0 || resp.ContentLength != int64(len(b)) {
+			t.Errorf("%s: transfer encoding %v, length %d, body %d bytes; want the length told, not chunks", what, resp.TransferEncoding, resp.ContentLength, len(b))
+		}
+		return b
+	}
+	resp, err := http.Post(f.srv.URL+"/v1/requests", "application/json", strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var r bot.Request
+	if err := json.Unmarshal(check("create", resp), &r); err != nil {
+		t.Fatal(err)
+	}
+	resp, err = http.Get(f.srv.URL + "/v1/requests/" + r.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	check("read", resp)
+}
