@@ -90,18 +90,13 @@ func (s *FloorStats) P50() time.Duration {
 }
 
 func (f *floor) sample(ctx context.Context, s *FloorStats) error {
-	t := time.Now()
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, f.srv.URL+"/v1/nostr/events", bytes.NewReader(f.body))
+	d, err := f.post(ctx, nil, "/v1/nostr/events", f.body)
 	if err != nil {
-		return err
-	}
-	req.Header.Set("Content-Type", "application/json")
-	if err := f.post(nil, req); err != nil {
 		return fmt.Errorf("bench: floor HTTP: %w", err)
 	}
-	s.HTTP = append(s.HTTP, time.Since(t))
+	s.HTTP = append(s.HTTP, d)
 
-	t = time.Now()
+	t := time.Now()
 	if _, err := signing.NewReactionWithReason(f.key, f.target, f.key.PublicKey(), bot.Approve, "", f.at); err != nil {
 		return err
 	}
@@ -119,51 +114,48 @@ func (f *floor) sample(ctx context.Context, s *FloorStats) error {
 	}
 	s.Redis = append(s.Redis, time.Since(t))
 
-	req, err = http.NewRequestWithContext(ctx, http.MethodPost, f.srv.URL+seriesPath, bytes.NewReader(f.body))
-	if err != nil {
-		return err
-	}
-	req.Header.Set("Content-Type", "application/json")
-	t = time.Now()
-	if err := f.post(nil, req); err != nil {
+	if d, err = f.post(ctx, nil, seriesPath, f.body); err != nil {
 		return fmt.Errorf("bench: the floor's pieces in series: %w", err)
 	}
-	s.Series = append(s.Series, time.Since(t))
+	s.Series = append(s.Series, d)
 
 	raw, err := f.min.reaction(ctx, 0)
 	if err != nil {
 		return err
 	}
-	req, err = http.NewRequestWithContext(ctx, http.MethodPost, f.srv.URL+minimumPath, bytes.NewReader(raw))
-	if err != nil {
-		return err
-	}
-	req.Header.Set("Content-Type", "application/json")
-	t = time.Now()
-	if err := f.post(nil, req); err != nil {
+	if d, err = f.post(ctx, nil, minimumPath, raw); err != nil {
 		return fmt.Errorf("bench: the design's minimum vote: %w", err)
 	}
-	s.Minimum = append(s.Minimum, time.Since(t))
+	s.Minimum = append(s.Minimum, d)
 	return nil
 }
 
-// post sends req with hc (the floor's client when nil) and reads its
-// answer, which must be a counted vote.
-func (f *floor) post(hc *http.Client, req *http.Request) error {
+// post sends body to path on the floor's server with hc (the floor's
+// client when nil), as a vote is sent, and reads the answer, which must be
+// a counted vote. It returns the time from before the request was built
+// to the answer read, as the vote path is timed.
+func (f *floor) post(ctx context.Context, hc *http.Client, path string, body []byte) (time.Duration, error) {
 	if hc == nil {
 		hc = f.hc
 	}
+	t := time.Now()
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, f.srv.URL+path, bytes.NewReader(body))
+	if err != nil {
+		return 0, err
+	}
+	req.Header.Set("Content-Type", "application/json")
 	resp, err := hc.Do(req)
 	if err != nil {
-		return err
+		return 0, err
 	}
 	b, err := io.ReadAll(resp.Body)
 	resp.Body.Close()
+	d := time.Since(t)
 	if err != nil {
-		return err
+		return 0, err
 	}
 	if resp.StatusCode != http.StatusOK || !bytes.Contains(b, []byte(`"result":"counted"`)) {
-		return fmt.Errorf("%s: %s", resp.Status, bytes.TrimSpace(b))
+		return 0, fmt.Errorf("%s: %s", resp.Status, bytes.TrimSpace(b))
 	}
-	return nil
+	return d, nil
 }

@@ -1,10 +1,8 @@
 package bench
 
 import (
-	"bytes"
 	"context"
 	"fmt"
-	"net/http"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -59,16 +57,12 @@ func (b *run) minimumLoaded(ctx context.Context, fl *floor, rep *Report) error {
 		firstErr error
 	)
 	for i := 1; i <= b.cfg.Concurrency; i++ {
-		url := fl.srv.URL + minimumPath + "/" + strconv.Itoa(i)
+		path := minimumPath + "/" + strconv.Itoa(i)
 		wg.Go(func() {
 			for more() {
 				raw, err := fl.min.reaction(ctx, i)
 				if err == nil {
-					var req *http.Request
-					if req, err = http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(raw)); err == nil {
-						req.Header.Set("Content-Type", "application/json")
-						err = fl.post(b.hc, req)
-					}
+					_, err = fl.post(ctx, b.hc, path, raw)
 				}
 				if err != nil {
 					errOnce.Do(func() { firstErr = err })
