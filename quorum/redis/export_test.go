@@ -14,6 +14,9 @@ import (
 	"github.com/signoff/signoff/bot/tokens"
 )
 
+// OutboxKey is the outbox stream's key.
+func (s *Store) OutboxKey() string { return s.outboxKey() }
+
 // SetMaxDrafts lowers the bound on drafts for a test; the returned func
 // puts it back.
 func SetMaxDrafts(n int64) func() {

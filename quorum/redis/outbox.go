@@ -101,12 +101,17 @@ func (s *Store) ClaimOutbox(ctx context.Context, consumer string, idle time.Dura
 	return entries([]goredis.XStream{{Messages: msgs}}), nil
 }
 
-// AckOutbox marks an entry delivered.
+// AckOutbox marks an entry delivered and deletes it, in one round trip.
 func (s *Store) AckOutbox(ctx context.Context, entryID string) error {
-	if err := s.rdb.XAck(ctx, s.outboxKey(), outboxGroup, entryID).Err(); err != nil {
+	var ack *goredis.IntCmd
+	s.rdb.Pipelined(ctx, func(pl goredis.Pipeliner) error {
+		ack = pl.XAck(ctx, s.outboxKey(), outboxGroup, entryID)
+		pl.XDel(ctx, s.outboxKey(), entryID) // the stream is trimmed at each XADD too
+		return nil
+	})
+	if err := ack.Err(); err != nil {
 		return unavailable("ack outbox", err)
 	}
-	s.rdb.XDel(ctx, s.outboxKey(), entryID)
 	return nil
 }
 

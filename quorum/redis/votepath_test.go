@@ -13,6 +13,7 @@ import (
 
 	"github.com/signoff/signoff/bot"
 	"github.com/signoff/signoff/bot/bottest"
+	"github.com/signoff/signoff/quorum/quorumtest"
 	qredis "github.com/signoff/signoff/quorum/redis"
 )
 
@@ -175,6 +176,48 @@ func TestCreateOnOneServerIsOneRoundTrip(t *testing.T) {
 			due, err := other.Due(ctx, r.Deadline.Add(time.Second))
 			if err != nil || !slices.Contains(due, r.ID) {
 				t.Errorf("due after its deadline: %v, %v; want %s", due, err, r.ID)
+			}
+		})
+	}
+}
+
+// TestAckOutboxIsOneRoundTrip: acknowledging a delivered decision and
+// deleting it from the outbox is one round trip; the entry is then
+// neither pending for its consumer nor claimable by another.
+func TestAckOutboxIsOneRoundTrip(t *testing.T) {
+	for _, backend := range bottest.Backends() {
+		t.Run(backend, func(t *testing.T) {
+			srv := bottest.Start(t, backend)
+			s, hook, rdb := srv.CountedStore(t)
+			ctx := context.Background()
+			p := quorumtest.Persona(0, 1)
+			r := newRequest(t, s, p)
+			if _, err := s.ReadOutbox(ctx, "c1", 10, -1, false); err != nil { // makes the group
+				t.Fatal(err)
+			}
+			out, err := s.RecordVote(ctx, bot.Ballot{RequestID: r.ID, Voter: quorumtest.Alice, Choice: bot.Approve, Proof: bot.ProofSigned, DedupKey: "e1", At: time.Now()})
+			if err != nil || !out.Decided {
+				t.Fatalf("owner's vote = %+v, %v", out, err)
+			}
+			got, err := s.ReadOutbox(ctx, "c1", 10, -1, false)
+			if err != nil || len(got) != 1 || got[0].RequestID != r.ID {
+				t.Fatalf("outbox = %+v, %v; want the decision", got, err)
+			}
+			hook.Reset()
+			if err := s.AckOutbox(ctx, got[0].EntryID); err != nil {
+				t.Fatal(err)
+			}
+			if n := hook.Trips(); n != 1 {
+				t.Errorf("ack took %d round trips, want 1: %s", n, hook)
+			}
+			if left, _ := s.ReadOutbox(ctx, "c1", 10, -1, true); len(left) != 0 {
+				t.Errorf("still pending for its consumer: %+v", left)
+			}
+			if claimed, _ := s.ClaimOutbox(ctx, "c2", 0, 10); len(claimed) != 0 {
+				t.Errorf("claimable by another: %+v", claimed)
+			}
+			if n, _ := rdb.XLen(ctx, s.OutboxKey()).Result(); n != 0 {
+				t.Errorf("the outbox stream holds %d entries after the ack", n)
 			}
 		})
 	}
