@@ -155,7 +155,7 @@ func (m *minimum) reaction(ctx context.Context, i int) ([]byte, error) {
 	return signing.NewReactionWithReason(k, c.eventID, m.gateway, bot.Approve, "", time.Now())
 }
 
-// handler is the minimum handler of client i (nil: the client in the
+// handler is the minimum handler of client i (negative: the client in the
 // path, /minimum/{client}).
 func (m *minimum) handler(i int) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
