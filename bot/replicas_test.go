@@ -2,7 +2,6 @@ package bot_test
 
 import (
 	"context"
-	"os"
 	"sync"
 	"testing"
 	"time"
@@ -90,15 +89,12 @@ func TestReplicasShareOneStore(t *testing.T) {
 
 // TestWaitersLookAgainAfterResubscribe: when the decision subscription
 // is cut and re-established, waiters are woken to look again, since
-// decisions published meanwhile were missed. Needs a real Redis (CLIENT
-// KILL).
+// decisions published meanwhile were missed. Needs a redis-server of its
+// own (CLIENT KILL cuts every subscription on the server).
 func TestWaitersLookAgainAfterResubscribe(t *testing.T) {
-	if os.Getenv("SIGNOFF_TEST_REDIS_URL") == "" {
-		t.Skip("needs SIGNOFF_TEST_REDIS_URL (CLIENT KILL)")
-	}
 	alice := bottest.NewPerson("alice")
 	p := bot.Persona{Name: "demo", Owner: &bot.Person{Name: "alice", Identities: []bot.Identity{alice.Identity()}}, DenyQuorum: 1, Timeout: time.Minute}
-	srv := bottest.Start(t, "redis")
+	srv := bottest.StartPrivate(t)
 	env := bottest.NewOn(t, srv.Client(t), srv.Prefix, p, nil)
 	ctx := context.Background()
 	r := env.Submit(t, bot.NewRequest{Persona: "demo", Action: "deploy"})

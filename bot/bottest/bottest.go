@@ -86,6 +86,17 @@ func Start(t testing.TB, backend string) *Server {
 	return s
 }
 
+// StartPrivate returns a Server on a redis-server of the test's own
+// (StartRedisServer), for a test that disturbs the whole server, as
+// CLIENT KILL TYPE pubsub does: on the shared SIGNOFF_TEST_REDIS_URL it
+// would cut the subscriptions of every package's tests running beside it.
+// It skips the test when redis-server is not installed.
+func StartPrivate(t testing.TB) *Server {
+	t.Helper()
+	r := StartRedisServer(t)
+	return &Server{Name: "redis", Prefix: "signofftest:" + randHex(6), url: r.URL()}
+}
+
 // Client returns a new client to s, closed when the test ends.
 func (s *Server) Client(t testing.TB) goredis.UniversalClient {
 	t.Helper()

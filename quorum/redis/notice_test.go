@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"os"
 	"strings"
 	"sync"
 	"testing"
@@ -261,12 +260,10 @@ func TestForgedNoticesChangeNothing(t *testing.T) {
 // TestResubscribeForgetsNotices: after the subscription is cut and made
 // again (notices in between may be lost), a request read before is not
 // extended by the next notice (it is read), and Unchanged asks Redis.
-// Needs a real Redis (CLIENT KILL).
+// Needs a redis-server of its own (CLIENT KILL cuts every subscription
+// on the server).
 func TestResubscribeForgetsNotices(t *testing.T) {
-	if os.Getenv("SIGNOFF_TEST_REDIS_URL") == "" {
-		t.Skip("needs SIGNOFF_TEST_REDIS_URL (CLIENT KILL)")
-	}
-	srv := bottest.Start(t, "redis")
+	srv := bottest.StartPrivate(t)
 	s, hook, _ := srv.CountedStore(t)
 	w := qredis.New(srv.Client(t), srv.Prefix)
 	ctx := context.Background()
