@@ -19,35 +19,61 @@ func TestWaitersOfACountedVoteAreWokenAfterItsAnswer(t *testing.T) {
 	p, people := committee(2)
 	env := bottest.New(t, p, nil)
 	for _, withAfter := range []bool{true, false} {
-		r := env.Submit(t, bot.NewRequest{Persona: "demo", Action: "terraform apply"})
-		answered := make(chan *bot.Request, 1)
-		if got, _, err := env.Gateway.WaitFunc(context.Background(), r.ID, time.Minute, r.Seen, func(r *bot.Request, err error) { answered <- r }); err != nil || got != nil {
-			t.Fatalf("wait = %+v, %v; want parked", got, err)
-		}
-		ctx, later := context.Background(), (*bot.AfterResponse)(nil)
-		if withAfter {
-			ctx, later = bot.WithAfterResponse(ctx)
-		}
-		out, err := env.Gateway.CastVote(ctx, ballot(t, people[0], r))
-		if err != nil || out.Result != bot.Counted || out.Decided {
-			t.Fatalf("first of two approvals = %+v, %v; want counted, pending", out, err)
-		}
-		if withAfter {
+		retryIfResubscribed(t, env.Gateway, func() string {
+			r := env.Submit(t, bot.NewRequest{Persona: "demo", Action: "terraform apply"})
+			answered := make(chan *bot.Request, 1)
+			if got, _, err := env.Gateway.WaitFunc(context.Background(), r.ID, time.Minute, r.Seen, func(r *bot.Request, err error) { answered <- r }); err != nil || got != nil {
+				t.Fatalf("wait = %+v, %v; want parked", got, err)
+			}
+			ctx, later := context.Background(), (*bot.AfterResponse)(nil)
+			if withAfter {
+				ctx, later = bot.WithAfterResponse(ctx)
+			}
+			out, err := env.Gateway.CastVote(ctx, ballot(t, people[0], r))
+			if err != nil || out.Result != bot.Counted || out.Decided {
+				t.Fatalf("first of two approvals = %+v, %v; want counted, pending", out, err)
+			}
+			if withAfter {
+				select {
+				case got := <-answered:
+					later.Run()
+					return fmt.Sprintf("the waiter was answered (%d votes) before the voter's answer was sent", len(got.Votes))
+				case <-time.After(300 * time.Millisecond):
+				}
+				later.Run()
+			}
 			select {
 			case got := <-answered:
-				t.Fatalf("the waiter was answered (%d votes) before the voter's answer was sent", len(got.Votes))
-			case <-time.After(300 * time.Millisecond):
+				if got == nil || len(got.Votes) != 1 {
+					t.Fatalf("the waiter's answer = %+v, want the request with its vote", got)
+				}
+			case <-time.After(5 * time.Second):
+				t.Fatalf("the waiter was not answered (AfterResponse %v)", withAfter)
 			}
-			later.Run()
+			return ""
+		})
+	}
+}
+
+// retryIfResubscribed runs try, which returns what went wrong with a
+// waiter's timing ("" when nothing did), up to three times while each
+// failure came with a resubscription of the gateway's decision
+// subscription (a cut made by anything else on the Redis server, or
+// go-redis' reconnect): that wakes every waiter to look again, on
+// purpose, and one whose request changed is answered then. A failure with
+// no resubscription beside it fails the test.
+func retryIfResubscribed(t *testing.T, g *bot.Gateway, try func() string) {
+	t.Helper()
+	for attempt := 1; ; attempt++ {
+		before := g.Subscribed()
+		msg := try()
+		if msg == "" {
+			return
 		}
-		select {
-		case got := <-answered:
-			if got == nil || len(got.Votes) != 1 {
-				t.Fatalf("the waiter's answer = %+v, want the request with its vote", got)
-			}
-		case <-time.After(5 * time.Second):
-			t.Fatalf("the waiter was not answered (AfterResponse %v)", withAfter)
+		if g.Subscribed() == before || attempt == 3 {
+			t.Fatalf("%s (attempt %d; resubscriptions during it: %d)", msg, attempt, g.Subscribed()-before)
 		}
+		t.Logf("attempt %d: %s, with the subscription re-established meanwhile; again", attempt, msg)
 	}
 }
 
@@ -59,7 +85,7 @@ func TestProgressIsHeldAfterTheAnswer(t *testing.T) {
 	p, people := committee(2)
 	env := bottest.New(t, p, nil)
 	env.Gateway.ProgressHold = hold
-	r := env.Submit(t, bot.NewRequest{Persona: "demo", Action: "terraform apply"})
+	var r *bot.Request
 	answered := make(chan *bot.Request, 1)
 	wait := func() {
 		t.Helper()
@@ -67,30 +93,34 @@ func TestProgressIsHeldAfterTheAnswer(t *testing.T) {
 			t.Fatalf("wait = %+v, %v; want parked", got, err)
 		}
 	}
-	wait()
-	ctx, later := bot.WithAfterResponse(context.Background())
-	if out, err := env.Gateway.CastVote(ctx, ballot(t, people[0], r)); err != nil || out.Decided {
-		t.Fatalf("first of two approvals = %+v, %v; want counted, pending", out, err)
-	}
-	sent := time.Now()
-	later.Run()
-	select {
-	case got := <-answered:
-		if since := time.Since(sent); since < hold {
-			t.Fatalf("the waiter heard of the vote %v after the voter's answer, before the %v hold", since, hold)
+	retryIfResubscribed(t, env.Gateway, func() string {
+		r = env.Submit(t, bot.NewRequest{Persona: "demo", Action: "terraform apply"})
+		wait()
+		ctx, later := bot.WithAfterResponse(context.Background())
+		if out, err := env.Gateway.CastVote(ctx, ballot(t, people[0], r)); err != nil || out.Decided {
+			t.Fatalf("first of two approvals = %+v, %v; want counted, pending", out, err)
 		}
-		if got == nil || len(got.Votes) != 1 {
-			t.Fatalf("the waiter's answer = %+v, want the request with its vote", got)
+		sent := time.Now()
+		later.Run()
+		select {
+		case got := <-answered:
+			if since := time.Since(sent); since < hold {
+				return fmt.Sprintf("the waiter heard of the vote %v after the voter's answer, before the %v hold", since, hold)
+			}
+			if got == nil || len(got.Votes) != 1 {
+				t.Fatalf("the waiter's answer = %+v, want the request with its vote", got)
+			}
+			r.Seen = got.Seen
+		case <-time.After(5 * time.Second):
+			t.Fatal("the waiter was not answered after the hold")
 		}
-		r.Seen = got.Seen
-	case <-time.After(5 * time.Second):
-		t.Fatal("the waiter was not answered after the hold")
-	}
+		return ""
+	})
 
 	// The deciding vote: its waiter is answered (once sealed) without the hold.
 	env.Gateway.ProgressHold = time.Hour
 	wait()
-	ctx, later = bot.WithAfterResponse(context.Background())
+	ctx, later := bot.WithAfterResponse(context.Background())
 	if out, err := env.Gateway.CastVote(ctx, ballot(t, people[1], r)); err != nil || !out.Decided {
 		t.Fatalf("second approval = %+v, %v; want the decision", out, err)
 	}

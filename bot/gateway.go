@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 	"unicode/utf8"
 )
@@ -64,6 +65,9 @@ type Gateway struct {
 	// justSealed holds what the store said of a request this gateway just
 	// sealed (ReceiptStore's known), for its outbox delivery (deliver).
 	justSealed memo[func() *Request]
+	// subscribed counts the decision subscription's confirmations, the
+	// first included (each wakes every waiter to look again).
+	subscribed atomic.Int64
 	done       <-chan struct{} // closed when the gateway stops
 	lastNudge  time.Time       // guarded by mu
 	wg         sync.WaitGroup
@@ -122,6 +126,7 @@ func (g *Gateway) Start(ctx context.Context) error {
 		heard := func(id string, known func() *Request) {
 			if id == "" { // the subscription is (re)established
 				once.Do(func() { close(ready) })
+				g.subscribed.Add(1)
 				// Decisions published while it was down were missed:
 				// every waiter looks again.
 				g.hub.wakeAll()
@@ -159,6 +164,13 @@ func (g *Gateway) Start(ctx context.Context) error {
 		return Errorf(EUnavailable, "store: decision subscription not ready after 10s")
 	}
 }
+
+// Subscribed counts the decision subscription's confirmations: one for
+// each of its channels when it is made, and again each time go-redis
+// makes it anew after a cut. Each wakes every waiter to look again (one on
+// a request that changed is answered), so a test that times waiters can
+// tell such a wake from its own.
+func (g *Gateway) Subscribed() int64 { return g.subscribed.Load() }
 
 // Close stops the gateway's goroutines, including follow-up work, and
 // waits for them.
