@@ -350,24 +350,15 @@ func (b *run) unloaded(ctx context.Context, fl *floor, rep *Report) error {
 func (b *run) loaded(ctx context.Context, rep *Report) error {
 	// A lifecycle once started runs to its end: the run stops starting
 	// new ones, so every request made is decided.
-	deadline := time.Now().Add(b.cfg.Duration)
-	more := func(i int64) bool {
-		if ctx.Err() != nil {
-			return false
-		}
-		if b.cfg.N > 0 {
-			return i <= int64(b.cfg.N)
-		}
-		return time.Now().Before(deadline)
-	}
+	more := b.admit(ctx, int64(b.cfg.N))
 	meter, err := startCPU(ctx, b.cfg.Redis, b.cfg.CPUProfile)
 	if err != nil {
 		return err
 	}
 	var (
-		started, finished atomic.Int64
-		mu                sync.Mutex
-		wg                sync.WaitGroup
+		finished atomic.Int64
+		mu       sync.Mutex
+		wg       sync.WaitGroup
 	)
 	p := &rep.Loaded
 	start := time.Now()
@@ -378,8 +369,8 @@ func (b *run) loaded(ctx context.Context, rep *Report) error {
 		wg.Go(func() {
 			var mine Phase
 			for {
-				i := started.Add(1)
-				if !more(i) {
+				i, ok := more()
+				if !ok {
 					break
 				}
 				s, err := b.lifecycle(ctx, int(i)+b.cfg.Unloaded)
@@ -401,6 +392,24 @@ func (b *run) loaded(ctx context.Context, rep *Report) error {
 	rep.CPU = meter.stop(ctx, b.cfg.GatewayHere)
 	stopProgress()
 	return nil
+}
+
+// admit returns a phase's gate: each call numbers one more unit of work
+// (1, 2, …) and says whether it may start — n in all when N is set, else
+// until Duration has passed from now; none once ctx ends.
+func (b *run) admit(ctx context.Context, n int64) func() (int64, bool) {
+	deadline := time.Now().Add(b.cfg.Duration)
+	var started atomic.Int64
+	return func() (int64, bool) {
+		i := started.Add(1)
+		if ctx.Err() != nil {
+			return i, false
+		}
+		if b.cfg.N > 0 {
+			return i, i <= n
+		}
+		return i, time.Now().Before(deadline)
+	}
 }
 
 // everySecond prints line on the progress writer once a second (with the

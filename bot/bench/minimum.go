@@ -53,8 +53,6 @@ func scratchPrefix() string { return "signoff-bench-minimum-" + bot.NewID()[:8] 
 // (the bench's voters as members, all of them needed to decide, as the
 // bench's own persona), each client's request and the scratch chain.
 type minimum struct {
-	rdb     goredis.UniversalClient
-	prefix  string
 	store   *qredis.Store
 	batch   bool // the store commits a batch in one round trip (not Cluster)
 	persona bot.Persona
@@ -92,8 +90,7 @@ type minVote struct {
 }
 
 func newMinimum(rdb goredis.UniversalClient, prefix string, voters []*signing.Key) *minimum {
-	m := &minimum{rdb: rdb, prefix: prefix, voters: voters, gateway: signing.NewKey().PublicKey()}
-	m.store = qredis.New(rdb, m.prefix)
+	m := &minimum{store: qredis.New(rdb, prefix), voters: voters, gateway: signing.NewKey().PublicKey()}
 	m.batch = m.store.CanBatchAudit()
 	m.persona = bot.Persona{
 		Name:  "bench-minimum",

@@ -10,7 +10,6 @@ import (
 
 	"github.com/signoff/signoff/bot"
 	"github.com/signoff/signoff/bot/bottest"
-	qredis "github.com/signoff/signoff/quorum/redis"
 	"github.com/signoff/signoff/signing"
 )
 
@@ -38,7 +37,7 @@ func TestMinimumDoesAVotesWork(t *testing.T) {
 			if len(s.Minimum) != 6 || len(s.Series) != 6 {
 				t.Fatalf("samples: %d minimum, %d series, want 6 each", len(s.Minimum), len(s.Series))
 			}
-			st := qredis.New(rdb, f.min.prefix)
+			st := f.min.store
 			records := func() int {
 				recs, err := st.AuditRecords(ctx, 0, 100)
 				if err != nil {
@@ -89,7 +88,7 @@ func TestMinimumDoesAVotesWork(t *testing.T) {
 			if err := f.close(ctx); err != nil {
 				t.Fatal(err)
 			}
-			if keys, err := rdb.Keys(ctx, f.min.prefix+":*").Result(); err != nil || len(keys) != 0 {
+			if keys, err := rdb.Keys(ctx, f.scratch+":*").Result(); err != nil || len(keys) != 0 {
 				t.Errorf("after close: scratch keys %v (%v)", keys, err)
 			}
 		})

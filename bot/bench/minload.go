@@ -33,18 +33,8 @@ func (m *MinimumLoad) PerSecond() float64 {
 func (b *run) minimumLoaded(ctx context.Context, fl *floor, rep *Report) error {
 	fl.min.grow(1 + b.cfg.Concurrency) // client 0 is the unloaded phase's
 
-	deadline := time.Now().Add(b.cfg.Duration)
-	budget := int64(b.cfg.N * len(b.cfg.Voters))
-	var started, done atomic.Int64
-	more := func() bool {
-		if ctx.Err() != nil {
-			return false
-		}
-		if b.cfg.N > 0 {
-			return started.Add(1) <= budget
-		}
-		return time.Now().Before(deadline)
-	}
+	more := b.admit(ctx, int64(b.cfg.N*len(b.cfg.Voters)))
+	var done atomic.Int64
 	proc0, _ := processCPU()
 	redis0, _ := redisCPU(ctx, b.cfg.Redis)
 	start := time.Now()
@@ -59,7 +49,7 @@ func (b *run) minimumLoaded(ctx context.Context, fl *floor, rep *Report) error {
 	for i := 1; i <= b.cfg.Concurrency; i++ {
 		path := minimumPath + "/" + strconv.Itoa(i)
 		wg.Go(func() {
-			for more() {
+			for _, ok := more(); ok; _, ok = more() {
 				raw, err := fl.min.reaction(ctx, i)
 				if err == nil {
 					_, err = fl.post(ctx, b.hc, path, raw)
