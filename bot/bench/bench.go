@@ -103,21 +103,7 @@ func run1(ctx context.Context, cfg Config) (_ *Report, err error) {
 	if cfg.Progress == nil {
 		cfg.Progress = io.Discard
 	}
-	cfg.Progress = &lockedWriter{w: cfg.Progress} // the clients' 429 notices come from every goroutine
-	b := &run{cfg: cfg, tag: bot.NewID()[:6]}
-	// The waiter and the voter are different clients, as they are in
-	// life (the agent waits, a person answers), each with its own
-	// connections.
-	b.hc = &http.Client{Transport: transport(2*cfg.Concurrency + 4)}
-	// A gateway that rate-limits the bench makes its calls wait (the
-	// client tries a 429 again after Retry-After): each wait is counted in
-	// the report and told on the progress line, as it skews the numbers.
-	onRetry := func(wait time.Duration, msg string) {
-		b.retries.Add(1)
-		fmt.Fprintf(b.cfg.Progress, "bench: the gateway is rate limiting the bench (%s); waiting %s — the numbers include it\n", msg, wait)
-	}
-	b.c = &httpapi.Client{BaseURL: cfg.URL, HTTP: b.hc, Token: cfg.Token, OnRetry: onRetry}
-	b.wc = &httpapi.Client{BaseURL: cfg.URL, HTTP: &http.Client{Transport: transport(2*cfg.Concurrency + 4)}, Token: cfg.Token, OnRetry: onRetry}
+	b := newRun(cfg)
 	rep := &Report{Config: cfg, Machine: machine()}
 
 	fl, err := newFloor(ctx, cfg.Redis, cfg.Voters)
@@ -131,8 +117,8 @@ func run1(ctx context.Context, cfg Config) (_ *Report, err error) {
 	}()
 
 	// Warm the connections and the gateway's caches.
-	for i := range 5 {
-		if _, err := b.lifecycle(ctx, -1-i); err != nil {
+	for range 5 {
+		if _, err := b.lifecycle(ctx); err != nil {
 			return nil, fmt.Errorf("bench: the first lifecycle failed, so nothing was measured: %w", err)
 		}
 	}
@@ -160,6 +146,9 @@ func run1(ctx context.Context, cfg Config) (_ *Report, err error) {
 	if cfg.Gateway != nil {
 		rep.Gateway = cfg.Gateway()
 	}
+	if err := b.votes(ctx, rep); err != nil {
+		return rep, err
+	}
 	if err := b.minimumLoaded(ctx, fl, rep); err != nil {
 		return rep, err
 	}
@@ -175,6 +164,26 @@ func run1(ctx context.Context, cfg Config) (_ *Report, err error) {
 		return rep, errors.New("bench: not every request was decided exactly once in the audit")
 	}
 	return rep, nil
+}
+
+// newRun is a run of cfg with its clients.
+func newRun(cfg Config) *run {
+	cfg.Progress = &lockedWriter{w: cfg.Progress} // the clients' 429 notices come from every goroutine
+	b := &run{cfg: cfg, tag: bot.NewID()[:6]}
+	// The waiter and the voter are different clients, as they are in
+	// life (the agent waits, a person answers), each with its own
+	// connections.
+	b.hc = &http.Client{Transport: transport(2*cfg.Concurrency + 4)}
+	// A gateway that rate-limits the bench makes its calls wait (the
+	// client tries a 429 again after Retry-After): each wait is counted in
+	// the report and told on the progress line, as it skews the numbers.
+	onRetry := func(wait time.Duration, msg string) {
+		b.retries.Add(1)
+		fmt.Fprintf(b.cfg.Progress, "bench: the gateway is rate limiting the bench (%s); waiting %s — the numbers include it\n", msg, wait)
+	}
+	b.c = &httpapi.Client{BaseURL: cfg.URL, HTTP: b.hc, Token: cfg.Token, OnRetry: onRetry}
+	b.wc = &httpapi.Client{BaseURL: cfg.URL, HTTP: &http.Client{Transport: transport(2*cfg.Concurrency + 4)}, Token: cfg.Token, OnRetry: onRetry}
+	return b
 }
 
 func transport(conns int) *http.Transport {
@@ -193,6 +202,7 @@ type run struct {
 	c   *httpapi.Client // creates and votes
 	wc  *httpapi.Client // waits
 
+	made      atomic.Int64 // requests made, numbering their actions
 	mu        sync.Mutex
 	ids       []string // every request measured (warm-up excluded)
 	errs      atomic.Int64
@@ -211,22 +221,42 @@ type sample struct {
 // lifecycle creates a request, waits on it, and answers it with signed
 // reactions until it is decided; the waiter must see it approved with a
 // receipt.
-func (b *run) lifecycle(ctx context.Context, n int) (sample, error) {
+func (b *run) lifecycle(ctx context.Context) (sample, error) {
 	var s sample
 	t0 := time.Now()
-	r, err := b.c.Submit(ctx, bot.NewRequest{
-		Persona: b.cfg.Persona, Kind: bot.KindCommand,
-		Action: fmt.Sprintf("deploy --bench %s-%d", b.tag, n), Reason: "signoff bench", Nonce: bot.NewNonce(),
-	})
+	r, err := b.create(ctx)
 	s.create = time.Since(t0)
 	if err != nil {
-		return s, fmt.Errorf("create request: %w", err)
+		return s, err
 	}
 	s.id = r.ID
-	if r.Status != bot.Pending {
-		return s, fmt.Errorf("request %s is %s at creation (%s), want pending", r.ID, r.Status, r.DecisionReason)
-	}
+	return s, b.answer(ctx, r, nil, &s)
+}
 
+// create makes a request, which must be pending.
+func (b *run) create(ctx context.Context) (*bot.Request, error) {
+	r, err := b.c.Submit(ctx, bot.NewRequest{
+		Persona: b.cfg.Persona, Kind: bot.KindCommand,
+		Action: fmt.Sprintf("deploy --bench %s-%d", b.tag, b.made.Add(1)), Reason: "signoff bench", Nonce: bot.NewNonce(),
+	})
+	if err != nil {
+		return nil, fmt.Errorf("create request: %w", err)
+	}
+	if r.Status != bot.Pending {
+		return r, fmt.Errorf("request %s is %s at creation (%s), want pending", r.ID, r.Status, r.DecisionReason)
+	}
+	return r, nil
+}
+
+// reaction is k's approval of r, signed now.
+func reaction(k *signing.Key, r *bot.Request) ([]byte, error) {
+	return signing.NewReactionWithReason(k, r.EventID, r.GatewayKey, bot.Approve, "", time.Now())
+}
+
+// answer waits on r and posts its reactions until it is decided: signed
+// ones when given (the votes phase's, signed before it), else each signed
+// as it goes. The waiter must see r approved with a receipt.
+func (b *run) answer(ctx context.Context, r *bot.Request, signed [][]byte, s *sample) error {
 	type waited struct {
 		r   *bot.Request
 		at  time.Time
@@ -252,45 +282,50 @@ func (b *run) lifecycle(ctx context.Context, n int) (sample, error) {
 	select {
 	case <-onWire:
 	case w := <-done:
-		return s, fmt.Errorf("wait on %s: %v", r.ID, w.err)
+		return fmt.Errorf("wait on %s: %v", r.ID, w.err)
 	}
 
 	var sent time.Time
 	decided := false
-	for _, k := range b.cfg.Voters {
-		raw, err := signing.NewReactionWithReason(k, r.EventID, r.GatewayKey, bot.Approve, "", time.Now())
-		if err != nil {
-			return s, err
+	for i, k := range b.cfg.Voters {
+		var raw []byte
+		if signed != nil {
+			raw = signed[i]
+		} else {
+			var err error
+			if raw, err = reaction(k, r); err != nil {
+				return err
+			}
 		}
 		sent = time.Now()
 		out, err := b.c.PostEvent(ctx, raw)
 		s.votes = append(s.votes, time.Since(sent))
 		if err != nil {
-			return s, fmt.Errorf("vote on %s: %w", r.ID, err)
+			return fmt.Errorf("vote on %s: %w", r.ID, err)
 		}
 		if out.Result != bot.Counted {
-			return s, fmt.Errorf("vote on %s: %s (%s), want counted", r.ID, out.Result, out.Reason)
+			return fmt.Errorf("vote on %s: %s (%s), want counted", r.ID, out.Result, out.Reason)
 		}
 		if out.Status.Final() {
 			if out.Status != bot.Approved {
-				return s, fmt.Errorf("request %s decided %s, want approved", r.ID, out.Status)
+				return fmt.Errorf("request %s decided %s, want approved", r.ID, out.Status)
 			}
 			decided = true
 			break
 		}
 	}
 	if !decided {
-		return s, fmt.Errorf("request %s still pending after %d votes: the persona needs more voters than bench holds keys for", r.ID, len(b.cfg.Voters))
+		return fmt.Errorf("request %s still pending after %d votes: the persona needs more voters than bench holds keys for", r.ID, len(b.cfg.Voters))
 	}
 	w := <-done
 	if w.err != nil {
-		return s, fmt.Errorf("wait on %s: %w", r.ID, w.err)
+		return fmt.Errorf("wait on %s: %w", r.ID, w.err)
 	}
 	if w.r.Status != bot.Approved || len(w.r.Receipt) == 0 {
-		return s, fmt.Errorf("waiter on %s saw %s (receipt: %d bytes), want approved with a receipt", r.ID, w.r.Status, len(w.r.Receipt))
+		return fmt.Errorf("waiter on %s saw %s (receipt: %d bytes), want approved with a receipt", r.ID, w.r.Status, len(w.r.Receipt))
 	}
 	s.waiter = w.at.Sub(sent)
-	return s, nil
+	return nil
 }
 
 func (b *run) failed(err error) {
@@ -333,7 +368,7 @@ func (b *run) unloaded(ctx context.Context, fl *floor, rep *Report) error {
 				return err
 			}
 		}
-		s, err := b.lifecycle(ctx, i)
+		s, err := b.lifecycle(ctx)
 		b.keep(s.id)
 		if err != nil {
 			b.failed(err)
@@ -355,31 +390,48 @@ func (b *run) loaded(ctx context.Context, rep *Report) error {
 	if err != nil {
 		return err
 	}
-	var (
-		finished atomic.Int64
-		mu       sync.Mutex
-		wg       sync.WaitGroup
-	)
+	var finished atomic.Int64
 	p := &rep.Loaded
 	start := time.Now()
 	stopProgress := b.everySecond(finished.Load, func(secs float64, n, delta int64) string {
 		return fmt.Sprintf("bench: loaded %2.0fs: %d lifecycles (%d/s this second), %d errors", secs, n, delta, b.errs.Load())
 	})
+	b.clients(p, func() (sample, bool, error) {
+		if _, ok := more(); !ok {
+			return sample{}, false, nil
+		}
+		s, err := b.lifecycle(ctx)
+		b.keep(s.id)
+		if err == nil {
+			finished.Add(1)
+		}
+		return s, true, err
+	})
+	p.Elapsed = time.Since(start)
+	rep.CPU = meter.stop(ctx, b.cfg.GatewayHere)
+	stopProgress()
+	return nil
+}
+
+// clients runs Concurrency clients, each doing one until it says there
+// is no more, into p: a failure is counted and the client goes on.
+func (b *run) clients(p *Phase, one func() (s sample, more bool, err error)) {
+	var (
+		mu sync.Mutex
+		wg sync.WaitGroup
+	)
 	for range b.cfg.Concurrency {
 		wg.Go(func() {
 			var mine Phase
 			for {
-				i, ok := more()
-				if !ok {
+				s, more, err := one()
+				if !more {
 					break
 				}
-				s, err := b.lifecycle(ctx, int(i)+b.cfg.Unloaded)
-				b.keep(s.id)
 				if err != nil {
 					b.failed(err)
 					continue
 				}
-				finished.Add(1)
 				mine.add(s)
 			}
 			mu.Lock()
@@ -388,15 +440,11 @@ func (b *run) loaded(ctx context.Context, rep *Report) error {
 		})
 	}
 	wg.Wait()
-	p.Elapsed = time.Since(start)
-	rep.CPU = meter.stop(ctx, b.cfg.GatewayHere)
-	stopProgress()
-	return nil
 }
 
 // admit returns a phase's gate: each call numbers one more unit of work
-// (1, 2, …) and says whether it may start — n in all when N is set, else
-// until Duration has passed from now; none once ctx ends.
+// (1, 2, …) and says whether it may start — n in all when n > 0, and
+// until Duration has passed from now unless N is set; none once ctx ends.
 func (b *run) admit(ctx context.Context, n int64) func() (int64, bool) {
 	deadline := time.Now().Add(b.cfg.Duration)
 	var started atomic.Int64
@@ -405,10 +453,10 @@ func (b *run) admit(ctx context.Context, n int64) func() (int64, bool) {
 		if ctx.Err() != nil {
 			return i, false
 		}
-		if b.cfg.N > 0 {
-			return i, i <= n
+		if n > 0 && i > n {
+			return i, false
 		}
-		return i, time.Now().Before(deadline)
+		return i, b.cfg.N > 0 || time.Now().Before(deadline)
 	}
 }
 

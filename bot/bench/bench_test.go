@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"testing"
 	"time"
 
@@ -167,5 +168,71 @@ func TestRunLeavesNoScratchKeys(t *testing.T) {
 	keys, err := rdb.Keys(ctx, "signoff-bench-minimum-*").Result()
 	if err != nil || len(keys) != 0 {
 		t.Errorf("scratch keys left after the run: %v (%v)", keys, err)
+	}
+}
+
+// TestVotesPhaseDecidesEveryRequestItMade: the votes phase answers in its
+// window what it reaches of the requests it made, and after the window
+// the rest, so every one is decided, once, with its waiter's receipt —
+// whether the window reached all of them (its pool ran out before the
+// time) or none (its time was up before it began).
+func TestVotesPhaseDecidesEveryRequestItMade(t *testing.T) {
+	srv := bottest.Start(t, "embedded")
+	owner := bottest.NewPerson("owner")
+	p := bot.Persona{Name: "bench", Owner: &bot.Person{Name: "owner", Identities: []bot.Identity{owner.Identity()}}, DenyQuorum: 1, Timeout: time.Hour}
+	env := bottest.NewOn(t, srv.Client(t), srv.Prefix, p, nil)
+	api := httptest.NewServer((&httpapi.Server{Gateway: env.Gateway}).Handler())
+	t.Cleanup(api.Close)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	for _, c := range []struct {
+		name     string
+		duration time.Duration
+		wantLeft bool
+	}{
+		{"the pool runs out first", time.Minute, false},
+		{"the time is up first", time.Nanosecond, true},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			var progress bytes.Buffer
+			b := newRun(Config{
+				URL: api.URL, Persona: "bench", Voters: []*signing.Key{owner.Key}, Redis: srv.Client(t),
+				Concurrency: 2, Duration: c.duration, Progress: &progress,
+			})
+			// A loaded phase of 4 lifecycles a minute: the pool is half
+			// again what it would answer in the duration, and one a client.
+			rep := &Report{Loaded: Phase{Lifecycles: 4, Elapsed: time.Minute}}
+			if err := b.votes(ctx, rep); err != nil {
+				t.Fatal(err)
+			}
+			want := 2 + int(1.5*4*c.duration.Minutes())
+			if rep.VotesPool != want {
+				t.Fatalf("pool of %d requests, want %d", rep.VotesPool, want)
+			}
+			if got := rep.Votes.Lifecycles + rep.VotesLeft; got != want || (rep.VotesLeft > 0) != c.wantLeft {
+				t.Errorf("%d answered in the window and %d after, of %d", rep.Votes.Lifecycles, rep.VotesLeft, want)
+			}
+			if rep.Votes.Votes != rep.Votes.Lifecycles || b.errs.Load() != 0 {
+				t.Errorf("%d votes on %d requests, %d errors: %v", rep.Votes.Votes, rep.Votes.Lifecycles, b.errs.Load(), b.firstErrs)
+			}
+			if c.wantLeft && !strings.Contains(progress.String(), "the window did not reach, untimed") {
+				t.Errorf("progress does not say the leftovers were answered after the window:\n%s", progress.String())
+			}
+			if len(b.ids) != want {
+				t.Fatalf("kept %d request ids, want %d", len(b.ids), want)
+			}
+			for _, id := range b.ids {
+				r, err := env.Store.Get(ctx, id)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if r.Status != bot.Approved || len(r.Receipt) == 0 || len(r.Votes) != 1 {
+					t.Errorf("request %s: %s, %d votes, receipt %d bytes; want approved once, sealed", id, r.Status, len(r.Votes), len(r.Receipt))
+				}
+			}
+			if a := b.checkAudit(ctx, env.Store); !a.ok() || a.Decisions != want {
+				t.Errorf("audit: %+v, want %d decisions, each once", a, want)
+			}
+		})
 	}
 }

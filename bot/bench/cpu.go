@@ -154,10 +154,10 @@ func parseRedisCPU(info string) (time.Duration, error) {
 	return time.Duration(sum * float64(time.Second)), nil
 }
 
-// print writes the CPU lines of the loaded phase's report: cores used
-// and CPU time a verified vote, and the votes/s two cores would give at
-// that cost.
-func (c *CPU) print(w io.Writer, l *Phase, cores int) {
+// print writes the CPU lines of a phase's report: cores used and CPU
+// time a verified vote (what says what the process's time holds), and the
+// votes/s two cores would give at that cost.
+func (c *CPU) print(w io.Writer, l *Phase, cores int, what string) {
 	if l.Elapsed <= 0 || l.Votes == 0 {
 		return
 	}
@@ -170,7 +170,7 @@ func (c *CPU) print(w io.Writer, l *Phase, cores int) {
 		client = time.Duration(float64(c.Process) * float64(c.Client) / float64(c.Profiled))
 	}
 	if c.Process > 0 {
-		fmt.Fprintf(w, "  cpu, this process                   %s (%s a verified vote: all the phase's work — creates, waits, seals — over its votes)\n", share(c.Process), each(c.Process))
+		fmt.Fprintf(w, "  cpu, this process                   %s (%s a verified vote: %s)\n", share(c.Process), each(c.Process), what)
 		if c.Profiled > 0 {
 			fmt.Fprintf(w, "    bench client                      %s (%s a vote; by the profile's labels)\n", share(client), each(client))
 			if c.GatewayHere {

@@ -64,6 +64,13 @@ type Report struct {
 	Handler steptrace.Step
 	Loaded  Phase
 	CPU     CPU // of the loaded phase
+	// Votes is the votes phase (votes.go): its Lifecycles are the
+	// requests answered in its window, made before it; VotesLeft those it
+	// did not reach, answered after; VotesCPU its CPU.
+	Votes     Phase
+	VotesLeft int
+	VotesPool int
+	VotesCPU  CPU
 	// MinimumLoad is the design's minimum vote under the same load.
 	MinimumLoad *MinimumLoad
 	Audit       *AuditCheck
@@ -136,7 +143,7 @@ func (r *Report) Print(w io.Writer) {
 	fmt.Fprintf(w, "  lifecycles/s                  %8.0f   (%d lifecycles: create, wait, vote, waiter answered)\n", l.PerSecond(l.Lifecycles), l.Lifecycles)
 	fmt.Fprintf(w, "  votes/s (verified, counted)   %8.0f   (%d votes)\n", l.PerSecond(l.Votes), l.Votes)
 	r.phase(w, l)
-	r.CPU.print(w, l, runtime.NumCPU())
+	r.CPU.print(w, l, runtime.NumCPU(), "all the phase's work — creates, waits, seals — over its votes")
 	for _, g := range r.Gateway {
 		fmt.Fprintf(w, "  %s\n", g)
 	}
@@ -151,6 +158,14 @@ func (r *Report) Print(w io.Writer) {
 		}
 		fmt.Fprintf(w, "  bench client signing reactions      %s each (unloaded p50, %s): ≈ %.2f of %d cores in the loaded phase\n",
 			Dur(sign), how, cores, runtime.NumCPU())
+	}
+	if v := &r.Votes; v.Elapsed > 0 {
+		fmt.Fprintf(w, "votes phase (concurrency %d, %s, took %s; its %d requests made and their votes signed before it, as a voter signs on a device of their own; %d the window did not reach, answered after it):\n",
+			c.Concurrency, how, Dur(v.Elapsed), r.VotesPool, r.VotesLeft)
+		fmt.Fprintf(w, "  votes/s (verified, counted)   %8.0f   (%d votes on %d requests, each decided, sealed and its waiter answered in the window)\n", v.PerSecond(v.Votes), v.Votes, v.Lifecycles)
+		fmt.Fprintf(w, "  vote path (reaction POST → answer)  p50 %8s  p99 %8s\n", Dur(pct(v.Vote, 50)), Dur(pct(v.Vote, 99)))
+		fmt.Fprintf(w, "  reaction → waiter                   p50 %8s  p99 %8s\n", Dur(pct(v.Waiter, 50)), Dur(pct(v.Waiter, 99)))
+		r.VotesCPU.print(w, v, runtime.NumCPU(), "the window's work — waits, votes, seals — over its votes")
 	}
 	if m := r.MinimumLoad; m != nil {
 		fmt.Fprintf(w, "the design's minimum vote under the same load (%d clients, each on scratch requests of its own, all on one chain, its round trips batched as the gateway's; took %s):\n", c.Concurrency, Dur(m.Elapsed))
@@ -189,7 +204,11 @@ func (r *Report) Print(w io.Writer) {
 	}
 	fmt.Fprintln(w, ")")
 	if m := r.MinimumLoad; m != nil {
-		fmt.Fprintf(w, "verified votes/s: %.0f (target ≥ 5000; beside it the design's minimum vote under the same load %.0f)\n", r.Loaded.PerSecond(r.Loaded.Votes), m.PerSecond())
+		votes := ""
+		if v := &r.Votes; v.Elapsed > 0 {
+			votes = fmt.Sprintf(", %.0f in the votes phase", v.PerSecond(v.Votes))
+		}
+		fmt.Fprintf(w, "verified votes/s: %.0f in the loaded phase%s (target ≥ 5000; beside it the design's minimum vote under the same load %.0f)\n", r.Loaded.PerSecond(r.Loaded.Votes), votes, m.PerSecond())
 	}
 }
 

@@ -40,6 +40,13 @@ func TestBenchSpawn(t *testing.T) {
 		"the design's minimum vote under the same load (4 clients",
 		"(200 votes; a request made for each;",
 		"verified votes/s: ",
+		" in the loaded phase, ",
+		" in the votes phase (target ≥ 5000",
+		"votes phase (concurrency 4, -n 200, took ",
+		"its 200 requests made and their votes signed before it",
+		"; 0 the window did not reach",
+		"(200 votes on 200 requests, each decided, sealed and its waiter answered in the window)",
+		"a verified vote: the window's work",
 		"vote path (reaction POST → answer)  p50",
 		"reaction → waiter                   p50",
 		"lifecycles/s",
@@ -56,8 +63,8 @@ func TestBenchSpawn(t *testing.T) {
 			t.Errorf("report has no %q:\n%s", field, report)
 		}
 	}
-	// 20 unloaded + 200 loaded requests, each decided once.
-	if !regexp.MustCompile(`decided exactly once: yes — 220 requests, 220 decision records`).MatchString(report) {
+	// 20 unloaded + 200 loaded + 200 for the votes phase, each decided once.
+	if !regexp.MustCompile(`decided exactly once: yes — 420 requests, 420 decision records`).MatchString(report) {
 		t.Errorf("not every request decided exactly once:\n%s", report)
 	}
 	if strings.Contains(report, "  cpu: ") {
