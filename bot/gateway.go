@@ -126,10 +126,13 @@ func (g *Gateway) Start(ctx context.Context) error {
 		heard := func(id string, known func() *Request) {
 			if id == "" { // the subscription is (re)established
 				once.Do(func() { close(ready) })
-				g.subscribed.Add(1)
+				n := g.subscribed.Add(1)
 				// Decisions published while it was down were missed:
-				// every waiter looks again.
-				g.hub.wakeAll()
+				// every waiter looks again. Told each time (at the start,
+				// and after each reconnect): a waiter answered early by
+				// it shows why in the log.
+				woken := g.hub.wakeAll()
+				g.log().Info("decision watch: subscribed; every waiter looks again", "confirmations", n, "waiters", woken)
 				return
 			}
 			g.wakeLater(id, known)
@@ -165,9 +168,9 @@ func (g *Gateway) Start(ctx context.Context) error {
 	}
 }
 
-// Subscribed counts the decision subscription's confirmations: one for
-// each of its channels when it is made, and again each time go-redis
-// makes it anew after a cut. Each wakes every waiter to look again (one on
+// Subscribed counts the decision subscription's confirmations: one when
+// it is made, and one each time go-redis makes it anew after a cut (its
+// channels are subscribed together, and confirmed as one). Each wakes every waiter to look again (one on
 // a request that changed is answered), so a test that times waiters can
 // tell such a wake from its own.
 func (g *Gateway) Subscribed() int64 { return g.subscribed.Load() }

@@ -2,6 +2,7 @@ package bot_test
 
 import (
 	"context"
+	"regexp"
 	"sync"
 	"testing"
 	"time"
@@ -113,5 +114,9 @@ func TestWaitersLookAgainAfterResubscribe(t *testing.T) {
 	case <-woke:
 	case <-time.After(15 * time.Second):
 		t.Fatal("waiter not woken after the subscription was re-established")
+	}
+	// The log says why the waiter was answered: a resubscription woke it.
+	if !regexp.MustCompile(`msg="decision watch: subscribed; every waiter looks again" confirmations=([2-9]|[1-9][0-9]+) waiters=1`).MatchString(env.Logs()) {
+		t.Errorf("the log does not tell of the resubscription that woke the waiter:\n%s", env.Logs())
 	}
 }

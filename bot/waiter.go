@@ -335,10 +335,13 @@ func (h *hub) wakeKnown(id string, known func() *Request) {
 	}
 }
 
-func (h *hub) wakeAll() {
-	for _, w := range h.take("") {
+// wakeAll wakes every waiter to read, and says how many it woke.
+func (h *hub) wakeAll() int {
+	ws := h.take("")
+	for _, w := range ws {
 		go w.look(nil)
 	}
+	return len(ws)
 }
 
 // stopWaiters answers every parked waiter "unavailable" as the gateway

@@ -36,6 +36,28 @@ type Env struct {
 	Key       *signing.Key // the gateway's key
 	Audit     *signing.AuditLog
 	AuditPath string
+	logs      *lockedBuffer
+}
+
+// Logs is what the gateway has logged so far (at Info and above).
+func (e *Env) Logs() string { return e.logs.String() }
+
+// lockedBuffer is a bytes.Buffer safe for the gateway's goroutines.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
 }
 
 // Backends names the Redis servers a test should run against: "embedded"
@@ -196,17 +218,18 @@ func NewOn(t testing.TB, rdb goredis.UniversalClient, prefix string, p bot.Perso
 	if err != nil {
 		t.Fatal(err)
 	}
+	logs := &lockedBuffer{}
 	g := &bot.Gateway{
 		Store:      store,
 		Signer:     key,
 		Audit:      audit,
 		Outbox:     store,
 		Channels:   channels,
-		Logger:     slog.New(slog.NewTextHandler(io.Discard, nil)),
+		Logger:     slog.New(slog.NewTextHandler(logs, nil)),
 		SweepEvery: 20 * time.Millisecond,
 	}
 	if testing.Verbose() {
-		g.Logger = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
+		g.Logger = slog.New(slog.NewTextHandler(io.MultiWriter(logs, os.Stderr), &slog.HandlerOptions{Level: slog.LevelDebug}))
 	}
 	if err := g.Start(ctx); err != nil {
 		t.Fatalf("start gateway: %v", err)
@@ -215,7 +238,7 @@ func NewOn(t testing.TB, rdb goredis.UniversalClient, prefix string, p bot.Perso
 		g.Close()
 		audit.Close()
 	})
-	return &Env{Gateway: g, Store: store, Redis: rdb, Key: key, Audit: audit, AuditPath: auditPath}
+	return &Env{Gateway: g, Store: store, Redis: rdb, Key: key, Audit: audit, AuditPath: auditPath, logs: logs}
 }
 
 // Submit submits a request and fails the test on error.
