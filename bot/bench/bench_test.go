@@ -236,3 +236,26 @@ func TestVotesPhaseDecidesEveryRequestItMade(t *testing.T) {
 		})
 	}
 }
+
+// TestVotesPhaseCountsCreatesThatFail: a request the votes phase cannot
+// make (here, for a persona the gateway does not know) is counted as a
+// failure with the gateway's reason, and the phase times nothing.
+func TestVotesPhaseCountsCreatesThatFail(t *testing.T) {
+	srv := bottest.Start(t, "embedded")
+	owner := bottest.NewPerson("owner")
+	p := bot.Persona{Name: "bench", Owner: &bot.Person{Name: "owner", Identities: []bot.Identity{owner.Identity()}}, DenyQuorum: 1, Timeout: time.Hour}
+	env := bottest.NewOn(t, srv.Client(t), srv.Prefix, p, nil)
+	api := httptest.NewServer((&httpapi.Server{Gateway: env.Gateway}).Handler())
+	t.Cleanup(api.Close)
+	b := newRun(Config{URL: api.URL, Persona: "nobody", Voters: []*signing.Key{owner.Key}, Redis: srv.Client(t), Concurrency: 2, N: 3})
+	rep := &Report{}
+	if err := b.votes(context.Background(), rep); err != nil {
+		t.Fatal(err)
+	}
+	if b.errs.Load() != 3 || rep.VotesPool != 0 || rep.Votes.Votes != 0 || rep.Votes.Elapsed != 0 {
+		t.Fatalf("%d errors, pool %d, %d votes in %s; want the 3 creates failed and nothing timed", b.errs.Load(), rep.VotesPool, rep.Votes.Votes, rep.Votes.Elapsed)
+	}
+	if !strings.Contains(b.firstErrs[0], "votes phase: create request:") || !strings.Contains(b.firstErrs[0], "nobody") {
+		t.Errorf("first error %q does not say the votes phase could not make its request, and why", b.firstErrs[0])
+	}
+}

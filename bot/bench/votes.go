@@ -3,6 +3,7 @@ package bench
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -52,6 +53,9 @@ func (b *run) votes(ctx context.Context, rep *Report) error {
 		return err
 	}
 	rep.VotesPool = len(pool)
+	if len(pool) == 0 {
+		return nil // every create failed, each counted
+	}
 	taken := make([]atomic.Bool, len(pool))
 	more := b.admit(ctx, int64(len(pool)))
 	meter, err := startCPU(ctx, b.cfg.Redis, nil)
@@ -109,50 +113,51 @@ func (b *run) answerPrepared(ctx context.Context, pr *prepared) (sample, error) 
 }
 
 // prepare makes n requests for the votes phase and signs their votes,
-// Concurrency at a time, saying how far it got each second.
+// Concurrency at a time, saying how far it got each second. A request
+// that could not be made is counted as a failure, as a lifecycle's is,
+// and left out.
 func (b *run) prepare(ctx context.Context, n int) ([]prepared, error) {
 	pool := make([]prepared, n)
-	var (
-		next, made atomic.Int64
-		wg         sync.WaitGroup
-		errOnce    sync.Once
-		firstErr   error
-	)
+	var next, made atomic.Int64
 	stopProgress := b.everySecond(made.Load, func(secs float64, m, _ int64) string {
 		return fmt.Sprintf("bench: votes phase: making its requests and signing their votes %2.0fs: %d/%d", secs, m, n)
 	})
 	defer stopProgress()
+	var wg sync.WaitGroup
 	for range b.cfg.Concurrency {
 		wg.Go(func() {
 			for i := next.Add(1); i <= int64(n) && ctx.Err() == nil; i = next.Add(1) {
-				r, err := b.create(ctx)
-				if r != nil {
-					b.keep(r.ID)
-				}
-				var raws [][]byte
-				if err == nil {
-					raws = make([][]byte, len(b.cfg.Voters))
-					for j, k := range b.cfg.Voters {
-						if raws[j], err = reaction(k, r); err != nil {
-							break
-						}
-					}
-				}
+				pr, err := b.prepareOne(ctx)
 				if err != nil {
-					errOnce.Do(func() { firstErr = err })
-					return
+					b.failed(fmt.Errorf("votes phase: %w", err))
+					continue
 				}
-				pool[i-1] = prepared{r: r, votes: raws}
+				pool[i-1] = pr
 				made.Add(1)
 			}
 		})
 	}
 	wg.Wait()
-	if firstErr != nil {
-		return nil, fmt.Errorf("bench: votes phase: %w", firstErr)
-	}
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	return pool, nil
+	return slices.DeleteFunc(pool, func(pr prepared) bool { return pr.r == nil }), nil
+}
+
+// prepareOne makes a request and signs its votes.
+func (b *run) prepareOne(ctx context.Context) (prepared, error) {
+	r, err := b.create(ctx)
+	if r != nil {
+		b.keep(r.ID)
+	}
+	if err != nil {
+		return prepared{}, err
+	}
+	pr := prepared{r: r, votes: make([][]byte, len(b.cfg.Voters))}
+	for j, k := range b.cfg.Voters {
+		if pr.votes[j], err = reaction(k, r); err != nil {
+			return prepared{}, err
+		}
+	}
+	return pr, nil
 }
