@@ -35,9 +35,9 @@ func benchCmd(ctx context.Context, a *app, args []string) int {
 	var keys stringList
 	fs.Var(&keys, "key", "without --spawn: a voter's key file, in the order they vote (repeatable; the owner's alone decides)")
 	redisURL := fs.String("redis", "", "the gateway's Redis (the floor's PING, and the design's minimum vote on scratch keys 'signoff-bench-minimum-*', deleted at the end; with --spawn, used instead of starting redis-server — its 'signoff' keys are the bench's)")
-	conc := fs.Int("concurrency", 16, "clients running lifecycles at once in the loaded phase")
-	dur := fs.Duration("duration", 10*time.Second, "length of the loaded phase, and of the design's minimum vote under the same load after it")
-	n := fs.Int("n", 0, "run this many lifecycles in the loaded phase instead of --duration (and their votes' worth of the minimum after it)")
+	conc := fs.Int("concurrency", 16, "clients running lifecycles at once in the loaded phase (and answering requests in the votes phase)")
+	dur := fs.Duration("duration", 10*time.Second, "length of the loaded phase, of the votes phase (its requests made and votes signed before it), and of the design's minimum vote under the same load")
+	n := fs.Int("n", 0, "run this many lifecycles in the loaded phase instead of --duration (as many requests in the votes phase, and their votes' worth of the minimum)")
 	unloaded := fs.Int("unloaded", 200, "lifecycles run one at a time (the unloaded vote p50 and the floor beside it)")
 	cpuprofile := fs.String("cpuprofile", "", "write a CPU profile of the loaded phase here (with --spawn it holds the gateway too)")
 	checked := fs.Bool("checked-signing", false, "sign each reaction as `signoff approve` does, verifying the signature made (the default makes the same bytes without that check, a third to a half of the cost, so the client takes less of the machine it shares with the gateway)")
