@@ -199,13 +199,13 @@ func TestVotesPhaseDecidesEveryRequestItMade(t *testing.T) {
 				URL: api.URL, Persona: "bench", Voters: []*signing.Key{owner.Key}, Redis: srv.Client(t),
 				Concurrency: 2, Duration: c.duration, Progress: &progress,
 			})
-			// A loaded phase of 4 lifecycles a minute: the pool is half
-			// again what it would answer in the duration, and one a client.
+			// A loaded phase of 4 lifecycles a minute: the pool is twice
+			// what it would answer in the duration, and one a client.
 			rep := &Report{Loaded: Phase{Lifecycles: 4, Elapsed: time.Minute}}
 			if err := b.votes(ctx, rep); err != nil {
 				t.Fatal(err)
 			}
-			want := 2 + int(1.5*4*c.duration.Minutes())
+			want := 2 + int(2*4*c.duration.Minutes())
 			if rep.VotesPool != want {
 				t.Fatalf("pool of %d requests, want %d", rep.VotesPool, want)
 			}
@@ -217,6 +217,12 @@ func TestVotesPhaseDecidesEveryRequestItMade(t *testing.T) {
 			}
 			if c.wantLeft && !strings.Contains(progress.String(), "the window did not reach, untimed") {
 				t.Errorf("progress does not say the leftovers were answered after the window:\n%s", progress.String())
+			}
+			rep.Config = b.cfg
+			var out bytes.Buffer
+			rep.Print(&out)
+			if ranOut := strings.Contains(out.String(), "they ran out before the duration"); ranOut == c.wantLeft {
+				t.Errorf("the report says the requests ran out before the duration: %v, want %v:\n%s", ranOut, !c.wantLeft, out.String())
 			}
 			if len(b.ids) != want {
 				t.Fatalf("kept %d request ids, want %d", len(b.ids), want)

@@ -160,8 +160,12 @@ func (r *Report) Print(w io.Writer) {
 			Dur(sign), how, cores, runtime.NumCPU())
 	}
 	if v := &r.Votes; v.Elapsed > 0 {
-		fmt.Fprintf(w, "votes phase (concurrency %d, %s, took %s; its %d requests made and their votes signed before it, as a voter signs on a device of their own; %d the window did not reach, answered after it):\n",
-			c.Concurrency, how, Dur(v.Elapsed), r.VotesPool, r.VotesLeft)
+		ranOut := ""
+		if c.N == 0 && r.VotesLeft == 0 && v.Elapsed < c.Duration {
+			ranOut = " — they ran out before the duration"
+		}
+		fmt.Fprintf(w, "votes phase (concurrency %d, %s, took %s; its %d requests made and their votes signed before it, as a voter signs on a device of their own; %d the window did not reach, answered after it%s):\n",
+			c.Concurrency, how, Dur(v.Elapsed), r.VotesPool, r.VotesLeft, ranOut)
 		fmt.Fprintf(w, "  votes/s (verified, counted)   %8.0f   (%d votes on %d requests, each decided, sealed and its waiter answered in the window)\n", v.PerSecond(v.Votes), v.Votes, v.Lifecycles)
 		fmt.Fprintf(w, "  vote path (reaction POST → answer)  p50 %8s  p99 %8s\n", Dur(pct(v.Vote, 50)), Dur(pct(v.Vote, 99)))
 		fmt.Fprintf(w, "  reaction → waiter                   p50 %8s  p99 %8s\n", Dur(pct(v.Waiter, 50)), Dur(pct(v.Waiter, 99)))

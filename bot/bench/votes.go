@@ -33,13 +33,14 @@ type prepared struct {
 const votesPoolCap = 20000
 
 // votesPool is how many requests the votes phase makes: N with -n; else
-// half again what the loaded phase's lifecycles/s would answer in
-// Duration (votes alone go faster than lifecycles), plus one a client.
+// twice what the loaded phase's lifecycles/s would answer in Duration
+// (votes alone go faster than lifecycles: 1.2–1.4× at ten votes a
+// request, more at one), plus one a client.
 func (b *run) votesPool(rep *Report) int {
 	if b.cfg.N > 0 {
 		return b.cfg.N
 	}
-	n := int(1.5*rep.Loaded.PerSecond(rep.Loaded.Lifecycles)*b.cfg.Duration.Seconds()) + b.cfg.Concurrency
+	n := int(2*rep.Loaded.PerSecond(rep.Loaded.Lifecycles)*b.cfg.Duration.Seconds()) + b.cfg.Concurrency
 	return min(n, votesPoolCap)
 }
 
