@@ -11,7 +11,9 @@
 // script on a scratch request of its own (minimum.go) — what any gateway
 // built to this design must do for a vote, so a run shows how much of the
 // vote path's distance from the floor is the design's and how much is
-// this gateway's.
+// this gateway's. A votes phase (votes.go) times votes alone, on
+// requests made and votes signed before its window, each answered in it
+// as in a lifecycle.
 //
 // It owns the measurement and its report, not the gateway: cmd/signoff
 // starts (or names) the gateway and hands this package its URL, the
