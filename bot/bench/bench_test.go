@@ -110,16 +110,11 @@ func BenchmarkVotePath(b *testing.B) {
 // Retry-After), and the report counts them and says the timings include
 // those waits, rather than passing them off as the gateway's speed.
 func TestRateLimitedRunSaysSo(t *testing.T) {
-	srv := bottest.Start(t, "embedded")
-	owner := bottest.NewPerson("owner")
-	p := bot.Persona{Name: "bench", Owner: &bot.Person{Name: "owner", Identities: []bot.Identity{owner.Identity()}}, DenyQuorum: 1, Timeout: time.Hour}
-	env := bottest.NewOn(t, srv.Client(t), srv.Prefix, p, nil)
 	limit, err := httpapi.NewRateLimit(40, 2)
 	if err != nil {
 		t.Fatal(err)
 	}
-	api := httptest.NewServer((&httpapi.Server{Gateway: env.Gateway, Limit: limit}).Handler())
-	t.Cleanup(api.Close)
+	srv, _, owner, api := benchGateway(t, limit)
 	var out, progress bytes.Buffer
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
@@ -145,12 +140,7 @@ func TestRateLimitedRunSaysSo(t *testing.T) {
 // unloaded and under load, on scratch keys of its own in the gateway's
 // Redis, and deletes them all when it ends.
 func TestRunLeavesNoScratchKeys(t *testing.T) {
-	srv := bottest.Start(t, "embedded")
-	owner := bottest.NewPerson("owner")
-	p := bot.Persona{Name: "bench", Owner: &bot.Person{Name: "owner", Identities: []bot.Identity{owner.Identity()}}, DenyQuorum: 1, Timeout: time.Hour}
-	env := bottest.NewOn(t, srv.Client(t), srv.Prefix, p, nil)
-	api := httptest.NewServer((&httpapi.Server{Gateway: env.Gateway}).Handler())
-	t.Cleanup(api.Close)
+	srv, _, owner, api := benchGateway(t, nil)
 	rdb := srv.Client(t)
 	var out bytes.Buffer
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
@@ -177,12 +167,7 @@ func TestRunLeavesNoScratchKeys(t *testing.T) {
 // whether the window reached all of them (its pool ran out before the
 // time) or none (its time was up before it began).
 func TestVotesPhaseDecidesEveryRequestItMade(t *testing.T) {
-	srv := bottest.Start(t, "embedded")
-	owner := bottest.NewPerson("owner")
-	p := bot.Persona{Name: "bench", Owner: &bot.Person{Name: "owner", Identities: []bot.Identity{owner.Identity()}}, DenyQuorum: 1, Timeout: time.Hour}
-	env := bottest.NewOn(t, srv.Client(t), srv.Prefix, p, nil)
-	api := httptest.NewServer((&httpapi.Server{Gateway: env.Gateway}).Handler())
-	t.Cleanup(api.Close)
+	srv, env, owner, api := benchGateway(t, nil)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	for _, c := range []struct {
@@ -247,12 +232,7 @@ func TestVotesPhaseDecidesEveryRequestItMade(t *testing.T) {
 // make (here, for a persona the gateway does not know) is counted as a
 // failure with the gateway's reason, and the phase times nothing.
 func TestVotesPhaseCountsCreatesThatFail(t *testing.T) {
-	srv := bottest.Start(t, "embedded")
-	owner := bottest.NewPerson("owner")
-	p := bot.Persona{Name: "bench", Owner: &bot.Person{Name: "owner", Identities: []bot.Identity{owner.Identity()}}, DenyQuorum: 1, Timeout: time.Hour}
-	env := bottest.NewOn(t, srv.Client(t), srv.Prefix, p, nil)
-	api := httptest.NewServer((&httpapi.Server{Gateway: env.Gateway}).Handler())
-	t.Cleanup(api.Close)
+	srv, _, owner, api := benchGateway(t, nil)
 	b := newRun(Config{URL: api.URL, Persona: "nobody", Voters: []*signing.Key{owner.Key}, Redis: srv.Client(t), Concurrency: 2, N: 3})
 	rep := &Report{}
 	if err := b.votes(context.Background(), rep); err != nil {
@@ -264,4 +244,18 @@ func TestVotesPhaseCountsCreatesThatFail(t *testing.T) {
 	if !strings.Contains(b.firstErrs[0], "votes phase: create request:") || !strings.Contains(b.firstErrs[0], "nobody") {
 		t.Errorf("first error %q does not say the votes phase could not make its request, and why", b.firstErrs[0])
 	}
+}
+
+// benchGateway is an in-process gateway on an embedded Redis, with a
+// "bench" persona whose owner alone decides, behind the HTTP API (rate
+// limited by limit, when given).
+func benchGateway(t *testing.T, limit *httpapi.RateLimit) (*bottest.Server, *bottest.Env, bottest.Person, *httptest.Server) {
+	t.Helper()
+	srv := bottest.Start(t, "embedded")
+	owner := bottest.NewPerson("owner")
+	p := bot.Persona{Name: "bench", Owner: &bot.Person{Name: "owner", Identities: []bot.Identity{owner.Identity()}}, DenyQuorum: 1, Timeout: time.Hour}
+	env := bottest.NewOn(t, srv.Client(t), srv.Prefix, p, nil)
+	api := httptest.NewServer((&httpapi.Server{Gateway: env.Gateway, Limit: limit}).Handler())
+	t.Cleanup(api.Close)
+	return srv, env, owner, api
 }

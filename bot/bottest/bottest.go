@@ -36,29 +36,11 @@ type Env struct {
 	Key       *signing.Key // the gateway's key
 	Audit     *signing.AuditLog
 	AuditPath string
-	logs      *lockedBuffer
+	logs      *Buffer
 }
 
 // Logs is what the gateway has logged so far (at Info and above).
 func (e *Env) Logs() string { return e.logs.String() }
-
-// lockedBuffer is a bytes.Buffer safe for the gateway's goroutines.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
 
 // Backends names the Redis servers a test should run against: "embedded"
 // always, and "redis" (SIGNOFF_TEST_REDIS_URL) when that is set.
@@ -218,7 +200,7 @@ func NewOn(t testing.TB, rdb goredis.UniversalClient, prefix string, p bot.Perso
 	if err != nil {
 		t.Fatal(err)
 	}
-	logs := &lockedBuffer{}
+	logs := &Buffer{}
 	g := &bot.Gateway{
 		Store:      store,
 		Signer:     key,
