@@ -155,8 +155,8 @@ func parseRedisCPU(info string) (time.Duration, error) {
 }
 
 // print writes the CPU lines of a phase's report: cores used and CPU
-// time a verified vote (what says what the process's time holds), and the
-// votes/s two cores would give at that cost.
+// time a verified vote (what names the work the process's time covers),
+// and the votes/s two cores would give at that cost.
 func (c *CPU) print(w io.Writer, l *Phase, cores int, what string) {
 	if l.Elapsed <= 0 || l.Votes == 0 {
 		return
