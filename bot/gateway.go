@@ -170,9 +170,9 @@ func (g *Gateway) Start(ctx context.Context) error {
 
 // Subscribed counts the decision subscription's confirmations: one when
 // it is made, and one each time go-redis makes it anew after a cut (its
-// channels are subscribed together, and confirmed as one). Each wakes every waiter to look again (one on
-// a request that changed is answered), so a test that times waiters can
-// tell such a wake from its own.
+// channels are subscribed together, and confirmed as one). Each wakes
+// every waiter to look again (one on a request that changed is answered),
+// so a test that times waiters can tell such a wake from its own.
 func (g *Gateway) Subscribed() int64 { return g.subscribed.Load() }
 
 // Close stops the gateway's goroutines, including follow-up work, and
