@@ -386,17 +386,11 @@ func (b *run) loaded(ctx context.Context, rep *Report) error {
 	// A lifecycle once started runs to its end: the run stops starting
 	// new ones, so every request made is decided.
 	more := b.admit(ctx, int64(b.cfg.N))
-	meter, err := startCPU(ctx, b.cfg.Redis, b.cfg.CPUProfile)
-	if err != nil {
-		return err
-	}
 	var finished atomic.Int64
-	p := &rep.Loaded
-	start := time.Now()
-	stopProgress := b.everySecond(finished.Load, func(secs float64, n, delta int64) string {
+	var err error
+	rep.CPU, err = b.timed(ctx, &rep.Loaded, b.cfg.CPUProfile, finished.Load, func(secs float64, n, delta int64) string {
 		return fmt.Sprintf("bench: loaded %2.0fs: %d lifecycles (%d/s this second), %d errors", secs, n, delta, b.errs.Load())
-	})
-	b.clients(p, func() (sample, bool, error) {
+	}, func() (sample, bool, error) {
 		if _, ok := more(); !ok {
 			return sample{}, false, nil
 		}
@@ -407,10 +401,25 @@ func (b *run) loaded(ctx context.Context, rep *Report) error {
 		}
 		return s, true, err
 	})
+	return err
+}
+
+// timed runs one timed phase into p: its clients doing one (as clients
+// runs them) under a CPU meter (profile: the caller's --cpuprofile, or
+// nil), with a progress line a second of what count counts, worded by
+// line. It returns the phase's CPU.
+func (b *run) timed(ctx context.Context, p *Phase, profile io.Writer, count func() int64, line func(secs float64, n, delta int64) string, one func() (sample, bool, error)) (CPU, error) {
+	meter, err := startCPU(ctx, b.cfg.Redis, profile)
+	if err != nil {
+		return CPU{}, err
+	}
+	start := time.Now()
+	stopProgress := b.everySecond(count, line)
+	b.clients(p, one)
 	p.Elapsed = time.Since(start)
-	rep.CPU = meter.stop(ctx, b.cfg.GatewayHere)
+	c := meter.stop(ctx, b.cfg.GatewayHere)
 	stopProgress()
-	return nil
+	return c, nil
 }
 
 // clients runs Concurrency clients, each doing one until it says there

@@ -6,7 +6,6 @@ import (
 	"slices"
 	"sync"
 	"sync/atomic"
-	"time"
 
 	"github.com/signoff/signoff/bot"
 )
@@ -59,17 +58,10 @@ func (b *run) votes(ctx context.Context, rep *Report) error {
 	}
 	taken := make([]atomic.Bool, len(pool))
 	more := b.admit(ctx, int64(len(pool)))
-	meter, err := startCPU(ctx, b.cfg.Redis, nil)
-	if err != nil {
-		return err
-	}
 	var votes atomic.Int64
-	p := &rep.Votes
-	start := time.Now()
-	stopProgress := b.everySecond(votes.Load, func(secs float64, n, delta int64) string {
+	rep.VotesCPU, err = b.timed(ctx, &rep.Votes, nil, votes.Load, func(secs float64, n, delta int64) string {
 		return fmt.Sprintf("bench: votes phase %2.0fs: %d votes (%d/s this second), %d errors", secs, n, delta, b.errs.Load())
-	})
-	b.clients(p, func() (sample, bool, error) {
+	}, func() (sample, bool, error) {
 		i, ok := more()
 		if !ok {
 			return sample{}, false, nil
@@ -79,9 +71,9 @@ func (b *run) votes(ctx context.Context, rep *Report) error {
 		votes.Add(int64(len(s.votes)))
 		return s, true, err
 	})
-	p.Elapsed = time.Since(start)
-	rep.VotesCPU = meter.stop(ctx, b.cfg.GatewayHere)
-	stopProgress()
+	if err != nil {
+		return err
+	}
 
 	var left []prepared
 	for i := range pool {
