@@ -112,8 +112,12 @@ func restrictLandlock(p *Plan) error {
 	}
 	rules := []landlock.Rule{
 		landlock.RODirs("/"),
-		landlock.RWDirs(append([]string{"/tmp", "/dev"}, p.Writable...)...),
-		landlock.RWDirs("/var/tmp", "/run", "/dev/shm").IgnoreIfMissing(),
+		// Refer: files move between folders of the writable roots
+		// (mv, package managers); never out of them.
+		landlock.RWDirs(append([]string{"/tmp"}, p.Writable...)...).WithRefer(),
+		landlock.RWDirs("/var/tmp", "/run").WithRefer().IgnoreIfMissing(),
+		// The sandbox's own minimal /dev: terminals need their ioctls.
+		landlock.RWDirs("/dev").WithIoctlDev(),
 	}
 	for _, port := range p.Ports {
 		rules = append(rules, landlock.ConnectTCP(uint16(port)))

@@ -9,7 +9,6 @@ import (
 	"syscall"
 
 	ll "github.com/landlock-lsm/go-landlock/landlock/syscall"
-	"golang.org/x/sys/unix"
 )
 
 // Part is one kernel part the sandbox uses, as Probe found it.
@@ -63,15 +62,28 @@ func Probe() []Part {
 	return parts
 }
 
-// Require is Probe as an error: the first required part missing, named,
-// with how to allow it.
+// Require is a quick Probe as an error: the first required part known
+// to be missing, named, with how to allow it. It starts no process: Run's
+// own start is the real test of the namespaces (a refusal there is
+// reported the same way).
 func Require() error {
-	for _, p := range Probe() {
-		if p.Required && !p.OK {
-			return fmt.Errorf("the sandbox needs %s: %s; to allow it: %s (signoff doctor shows every part)", p.Name, p.Detail, p.Fix)
-		}
+	if b, err := os.ReadFile("/proc/self/status"); err != nil || !strings.Contains(string(b), "Seccomp:") {
+		return errors.New("the sandbox needs seccomp filters: the kernel has none; to allow it: use a kernel built with CONFIG_SECCOMP_FILTER=y")
+	}
+	read := func(p string) string {
+		b, _ := os.ReadFile(p)
+		return strings.TrimSpace(string(b))
+	}
+	if read("/proc/sys/user/max_user_namespaces") == "0" || read("/proc/sys/kernel/unprivileged_userns_clone") == "0" && os.Getuid() != 0 {
+		return namespacesError(errors.New("user namespaces are switched off"))
 	}
 	return nil
+}
+
+// namespacesError says the namespaces could not be made, and how to
+// allow them.
+func namespacesError(err error) error {
+	return fmt.Errorf("the sandbox needs namespaces (user, mount, pid, net, ipc, uts): %v; to allow it: %s (signoff doctor shows every part)", err, userNSFix())
 }
 
 // tryNamespaces starts `true`-like child in every namespace the sandbox
@@ -98,14 +110,6 @@ func tryNamespaces() error {
 		return err
 	}
 	return nil
-}
-
-// userNSHint adds how to allow user namespaces to an error starting one.
-func userNSHint(err error) string {
-	if errors.Is(err, unix.EPERM) || errors.Is(err, unix.ENOSPC) || errors.Is(err, unix.EACCES) {
-		return "; to allow it: " + userNSFix()
-	}
-	return ""
 }
 
 // userNSFix says how to allow unprivileged user namespaces on this

@@ -145,7 +145,10 @@ func Run(ctx context.Context, plan *Plan, doors []Door, stdio Stdio) (int, error
 	if err := cmd.Start(); err != nil {
 		r.Close()
 		w.Close()
-		return 2, fmt.Errorf("cannot start the sandbox: %w%s", err, userNSHint(err))
+		if errors.Is(err, syscall.EPERM) || errors.Is(err, syscall.ENOSPC) || errors.Is(err, syscall.EACCES) || errors.Is(err, syscall.EINVAL) {
+			return 2, namespacesError(err)
+		}
+		return 2, fmt.Errorf("cannot start the sandbox: %w", err)
 	}
 	r.Close()
 	err = json.NewEncoder(w).Encode(s)

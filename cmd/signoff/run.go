@@ -73,7 +73,6 @@ func runCmd(ctx context.Context, a *app, args []string) int {
 	if err := sandbox.Require(); err != nil {
 		return a.fail(err)
 	}
-
 	gw, err := url.Parse(cfg.URL)
 	if err != nil || gw.Host == "" {
 		return a.failf("SIGNOFF_URL %q is not a URL", cfg.URL)

@@ -29,7 +29,7 @@ import (
 // /tmp (the sandbox's /tmp is private, so a home there would be hidden
 // for the wrong reason).
 type world struct {
-	t        *testing.T
+	t        testing.TB
 	root     string
 	home     string
 	ws       string
@@ -48,7 +48,7 @@ var worldSecrets = map[string]string{
 	".local/share/signoff/extra.txt": "DATA-DIR-sentinel",
 }
 
-func newWorld(t *testing.T) *world {
+func newWorld(t testing.TB) *world {
 	t.Helper()
 	base, err := os.UserHomeDir()
 	if err != nil || base == "" {
@@ -97,7 +97,7 @@ func newWorld(t *testing.T) *world {
 	return w
 }
 
-func must(t *testing.T, err error) {
+func must(t testing.TB, err error) {
 	t.Helper()
 	if err != nil {
 		t.Fatal(err)
@@ -489,6 +489,8 @@ cat main.txt
 test -x /usr/bin/env
 git status --short
 echo scratch > /tmp/scratch && cat /tmp/scratch
+mkdir -p d1 d2 && echo x > d1/f && python3 -c "import os; os.rename('d1/f', 'd2/f'); print('renamed')"
+python3 -c "import os; os.openpty(); print('pty')"
 exit 7`)
 	if code != 7 {
 		t.Fatalf("run = %d, want the command's 7:\n%s", code, out)
@@ -496,7 +498,7 @@ exit 7`)
 	if got := w.read(filepath.Join(w.ws, "made.txt")); got != "made\n" {
 		t.Errorf("made.txt = %q", got)
 	}
-	for _, want := range []string{"the workspace", "made.txt", "scratch"} {
+	for _, want := range []string{"the workspace", "made.txt", "scratch", "renamed", "pty"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("no %q:\n%s", want, out)
 		}
@@ -605,5 +607,80 @@ func TestRunSaysWhatHolds(t *testing.T) {
 		if !strings.Contains(string(out), want) {
 			t.Errorf("no %q in %s", want, out)
 		}
+	}
+}
+
+// TestRunRefusesWithoutUserNamespaces: on a machine where user
+// namespaces are not allowed (here: a namespace whose limit is 0, as
+// `sysctl user.max_user_namespaces=0` makes a whole machine), signoff run
+// names the part and the fix, exits 2, and nothing runs; doctor says the
+// same.
+func TestRunRefusesWithoutUserNamespaces(t *testing.T) {
+	w := newWorld(t)
+	if _, err := exec.LookPath("unshare"); err != nil {
+		t.Fatalf("this test needs util-linux's unshare: %v", err)
+	}
+	marker := filepath.Join(w.ws, "started")
+	c := w.cmd(w.ws, "unshare", "--user", "--map-root-user", "sh", "-c",
+		`echo 0 > /proc/sys/user/max_user_namespaces && "$0" run -- touch "$1"; echo "rc=$?"; "$0" doctor; echo "doctor=$?"`, w.bin, marker)
+	out, err := c.CombinedOutput()
+	if err != nil {
+		t.Fatalf("unshare: %v\n%s", err, out)
+	}
+	for _, want := range []string{"the sandbox needs namespaces", "user.max_user_namespaces", "rc=2", "FAIL  namespaces", "doctor=1"} {
+		if !strings.Contains(string(out), want) {
+			t.Errorf("no %q in:\n%s", want, out)
+		}
+	}
+	if _, err := os.Stat(marker); err == nil {
+		t.Errorf("the command ran without its sandbox")
+	}
+}
+
+// TestDoctorReportsEachPart: with the gateway up, every part is ok; with
+// it down, the gateway and the proxy's policy FAIL with a fix.
+func TestDoctorReportsEachPart(t *testing.T) {
+	w := newWorld(t)
+	out, err := w.cmd(w.ws, "signoff", "doctor").CombinedOutput()
+	if err != nil {
+		t.Fatalf("doctor: %v\n%s", err, out)
+	}
+	for _, want := range []string{"ok    namespaces", "ok    seccomp", "Landlock", "ok    the gateway", "ok    the egress proxy's policy", "ok    the pinned gateway key"} {
+		if !strings.Contains(string(out), want) {
+			t.Errorf("no %q in:\n%s", want, out)
+		}
+	}
+	c := w.cmd(w.ws, "signoff", "doctor")
+	c.Env = append(c.Env, "SIGNOFF_URL=http://127.0.0.1:1")
+	out, _ = c.CombinedOutput()
+	if c.ProcessState.ExitCode() != 1 || !strings.Contains(string(out), "FAIL  the gateway") || !strings.Contains(string(out), "fix: start it") {
+		t.Errorf("doctor with the gateway down = %d:\n%s", c.ProcessState.ExitCode(), out)
+	}
+}
+
+// TestAgentCannotTypeIntoThePersonsTerminalInsideRun: TIOCSTI (push a
+// command into the terminal's input, to run after the sandbox ends) is
+// refused, also with the high word of the request set.
+func TestAgentCannotTypeIntoThePersonsTerminalInsideRun(t *testing.T) {
+	w := newWorld(t)
+	if _, err := exec.LookPath("python3"); err != nil {
+		t.Fatalf("this test needs python3: %v", err)
+	}
+	code, out := w.run(`python3 - <<'PY'
+import fcntl, os, pty, errno
+m, s = pty.openpty()
+for req in (0x5412, 0x100005412):
+    try:
+        fcntl.ioctl(s, req, b"x")
+        print("TYPED", hex(req))
+    except OSError as e:
+        print("refused", hex(req), errno.errorcode[e.errno])
+PY
+echo done`)
+	if code != 0 || !strings.Contains(out, "done") {
+		t.Fatalf("run = %d:\n%s", code, out)
+	}
+	if strings.Contains(out, "TYPED") || strings.Count(out, "refused") != 2 {
+		t.Errorf("TIOCSTI was not refused:\n%s", out)
 	}
 }
