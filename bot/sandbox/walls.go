@@ -251,10 +251,18 @@ func MakePlan(o Options) (*Plan, error) {
 			}
 			return
 		}
-		if standIn && inWritable(path) && parentExists(path) {
-			m := Mask{Path: path, Dir: g.Kind == "dir", Content: g.Content}
+		if !standIn || !inWritable(path) {
+			return
+		}
+		m := Mask{Path: path, Dir: g.Kind == "dir", Content: g.Content}
+		// A missing parent: the highest missing folder stands in.
+		for !parentExists(m.Path) && inWritable(filepath.Dir(m.Path)) {
+			m = Mask{Path: filepath.Dir(m.Path), Dir: true}
+		}
+		if parentExists(m.Path) && (m.Path == path || !seen["g"+m.Path]) {
+			seen["g"+m.Path] = true
 			p.StandIns = append(p.StandIns, m)
-			p.Guarded = append(p.Guarded, path)
+			p.Guarded = append(p.Guarded, m.Path)
 		}
 	}
 	for _, g := range o.Walls.Guard.Workspace {
@@ -269,12 +277,24 @@ func MakePlan(o Options) (*Plan, error) {
 		guard(g, GuardEntry{Kind: "dir"}, false)
 	}
 
+	p.Hidden = outermost(p.Hidden)
 	for _, d := range o.Doors {
 		p.Ports = append(p.Ports, d.Port)
 	}
 	p.Argv = argv
 	p.Env = agentEnv(o.Env, o.DropEnv, o.SetEnv)
 	return p, nil
+}
+
+// outermost drops each mask under another: the outer one hides it.
+func outermost(ms []Mask) []Mask {
+	out := ms[:0]
+	for _, m := range ms {
+		if !slices.ContainsFunc(ms, func(o Mask) bool { return o.Dir && strings.HasPrefix(m.Path, o.Path+"/") }) {
+			out = append(out, m)
+		}
+	}
+	return out
 }
 
 // appendWritable adds d unless it is already covered.
