@@ -19,11 +19,11 @@
 // a seccomp filter refusing what an agent never needs, and Landlock as a
 // second layer where the kernel has it.
 //
-// Three stages of one binary: Run (outside, as the person) starts Init
-// (PID 1 inside the new namespaces: builds the view, serves the doors'
-// inside ends, reaps), which starts Exec (drops every privilege, then
-// execs the agent). A missing kernel part stops Run with the part named
-// (Probe); there is no weaker mode.
+// Two stages of one binary: Run (outside, as the person) starts Init (PID
+// 1 inside the new namespaces: builds the view, serves the doors' inside
+// ends, reaps), which starts the agent from a thread that first gave up
+// every privilege. A missing kernel part stops Run with the part named
+// (Require, Probe); there is no weaker mode.
 //
 // It imports bot (the persona's walls) and configs/sandbox (the defaults)
 // only; cmd/signoff wires the proxy and the gateway's door.

@@ -8,42 +8,68 @@ import (
 	"runtime"
 	"strconv"
 	"strings"
-	"syscall"
 
 	"github.com/landlock-lsm/go-landlock/landlock"
 	ll "github.com/landlock-lsm/go-landlock/landlock/syscall"
 	"golang.org/x/sys/unix"
 )
 
-// runExec is the last stage: on one OS thread it gives up every
-// privilege — capabilities (and root's power to regain them on exec),
-// new privileges, the filesystem and TCP beyond the walls (Landlock), the
-// system calls an agent never needs (seccomp) — then execs the agent.
-func runExec() error {
-	runtime.LockOSThread() // never unlocked: exec happens on this thread
-	s, _, err := readSpec()
-	if err != nil {
-		return err
+// startAgent starts the agent from an OS thread of its own that first
+// gives up every privilege — capabilities (and root's power to regain
+// them on exec), new privileges, the filesystem and TCP beyond the walls
+// (Landlock), the system calls an agent never needs (seccomp). Each is a
+// property of the thread, which the agent inherits when the thread forks
+// it; the thread is never used again (its goroutine ends locked, so the
+// runtime ends it), and the init's other threads keep serving the doors.
+func startAgent(p *Plan) (*os.Process, error) {
+	type started struct {
+		proc *os.Process
+		err  error
 	}
-	argv0, err := lookPath(s.Plan.Argv[0], s.Plan.Env)
-	if err != nil {
-		return err
-	}
+	ch := make(chan started, 1)
+	go func() {
+		runtime.LockOSThread() // never unlocked
+		argv0, err := lookPath(p.Argv[0], p.Env)
+		if err == nil {
+			err = restrictThread(p)
+		}
+		if err != nil {
+			ch <- started{err: err}
+			return
+		}
+		proc, err := os.StartProcess(argv0, p.Argv, &os.ProcAttr{
+			Dir: p.Workspace, Env: p.Env, Files: []*os.File{os.Stdin, os.Stdout, os.Stderr},
+		})
+		if err != nil {
+			err = fmt.Errorf("%s: %w", p.Argv[0], err)
+		}
+		ch <- started{proc, err}
+	}()
+	st := <-ch
+	return st.proc, st.err
+}
+
+// restrictThread gives up this thread's privileges, in the order each
+// step needs: capabilities while it may still change them, then
+// no_new_privs, which Landlock and seccomp need.
+func restrictThread(p *Plan) error {
 	if err := dropCapabilities(); err != nil {
 		return fmt.Errorf("capabilities: %w", err)
 	}
 	if err := unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); err != nil {
 		return fmt.Errorf("no_new_privs: %w", err)
 	}
-	if err := restrictLandlock(&s.Plan); err != nil {
+	if err := restrictLandlock(p); err != nil {
 		return fmt.Errorf("landlock: %w", err)
 	}
 	if err := loadSeccomp(); err != nil {
 		return fmt.Errorf("seccomp: %w", err)
 	}
-	err = syscall.Exec(argv0, s.Plan.Argv, s.Plan.Env)
-	return fmt.Errorf("%s: %w", s.Plan.Argv[0], err)
+	return nil
 }
+
+// errNotFound is a command that is not there: exit status 127, as a shell says.
+var errNotFound = errors.New("command not found")
 
 // lookPath finds name on the PATH of env (not this process's).
 func lookPath(name string, env []string) (string, error) {
@@ -65,7 +91,7 @@ func lookPath(name string, env []string) (string, error) {
 			return p, nil
 		}
 	}
-	return "", fmt.Errorf("%s: command not found on PATH inside the sandbox", name)
+	return "", fmt.Errorf("%s: %w on PATH inside the sandbox", name, errNotFound)
 }
 
 // dropCapabilities empties this thread's bounding, ambient, inheritable,

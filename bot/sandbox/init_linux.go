@@ -25,7 +25,7 @@ func runInit() error {
 	if os.Getpid() != 1 {
 		return errors.New("the sandbox's init must be process 1 of its own namespace")
 	}
-	s, raw, err := readSpec()
+	s, _, err := readSpec()
 	if err != nil {
 		return err
 	}
@@ -52,27 +52,13 @@ func runInit() error {
 		go forward(ln, fmt.Sprintf("/proc/self/fd/%d/%s", doors, p.Socket))
 	}
 
-	// The spec goes on to Exec through a pipe of its own.
-	r, w, err := os.Pipe()
-	if err != nil {
-		return err
-	}
 	signal.Ignore(syscall.SIGINT, syscall.SIGQUIT, syscall.SIGTSTP, syscall.SIGTTIN, syscall.SIGTTOU)
 	sigs := make(chan os.Signal, 4)
 	signal.Notify(sigs, syscall.SIGTERM, syscall.SIGHUP)
-	attr := &os.ProcAttr{
-		Dir:   s.Plan.Workspace,
-		Env:   []string{},
-		Files: []*os.File{os.Stdin, os.Stdout, os.Stderr, r},
-		Sys:   &syscall.SysProcAttr{},
-	}
-	proc, err := os.StartProcess("/proc/self/exe", []string{"signoff", execArg}, attr)
-	r.Close()
+	proc, err := startAgent(&s.Plan)
 	if err != nil {
-		return fmt.Errorf("start: %w", err)
+		return err
 	}
-	_, _ = w.Write(raw)
-	w.Close()
 	go func() {
 		for sg := range sigs {
 			_ = proc.Signal(sg)

@@ -29,7 +29,7 @@ type Stdio struct {
 	Out, Err io.Writer
 }
 
-// spec is what Init and Exec are told, through a pipe on fd 3.
+// spec is what Init is told, through a pipe on fd 3.
 type spec struct {
 	Plan  Plan   `json:"plan"`
 	Root  string `json:"root"`  // the empty directory the view is built on
@@ -45,14 +45,13 @@ type port struct {
 
 const (
 	initArg  = "__sandbox-init"
-	execArg  = "__sandbox-exec"
 	probeArg = "__sandbox-probe"
 )
 
 // IsStage reports whether args (os.Args[1:]) start one of the sandbox's
 // inner stages, which main must run before anything else.
 func IsStage(args []string) bool {
-	return len(args) > 0 && (args[0] == initArg || args[0] == execArg || args[0] == probeArg)
+	return len(args) > 0 && (args[0] == initArg || args[0] == probeArg)
 }
 
 // RunStage runs the inner stage args names and never returns.
@@ -61,12 +60,13 @@ func RunStage(args []string) {
 	switch args[0] {
 	case initArg:
 		err = runInit()
-	case execArg:
-		err = runExec()
 	case probeArg:
 		os.Exit(0)
 	}
 	fmt.Fprintf(os.Stderr, "signoff run: %v\n", err)
+	if errors.Is(err, errNotFound) || errors.Is(err, os.ErrNotExist) {
+		os.Exit(127)
+	}
 	os.Exit(126)
 }
 
