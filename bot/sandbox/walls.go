@@ -331,9 +331,10 @@ func realDir(dir string) (string, error) {
 	return r, nil
 }
 
-// resolve is path with its symlinks resolved as far as it exists: a
-// wall holds where a symlink points, and a missing path keeps its
-// resolved parent.
+// resolve is path with its symlinks resolved: a wall holds where a
+// symlink points. A missing path keeps its resolved parent (one level:
+// deeper missing paths matter only inside writable roots, where the
+// stand-in walks up itself).
 func resolve(path string) string {
 	if path == "" {
 		return ""
@@ -343,10 +344,10 @@ func resolve(path string) string {
 		return r
 	}
 	dir, base := filepath.Split(path)
-	if dir == path || dir == "" {
-		return path
+	if r, err := filepath.EvalSymlinks(filepath.Clean(dir)); err == nil {
+		return filepath.Join(r, base)
 	}
-	return filepath.Join(resolve(filepath.Clean(dir)), base)
+	return path
 }
 
 func parentExists(path string) bool {

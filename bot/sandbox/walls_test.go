@@ -157,3 +157,18 @@ func TestPlanDropsMasksUnderAnother(t *testing.T) {
 		t.Errorf("outermost = %v", got)
 	}
 }
+
+// BenchmarkPlan: reading the walls and planning, the in-process part of
+// signoff run's start-up.
+func BenchmarkPlan(b *testing.B) {
+	root := b.TempDir()
+	for b.Loop() {
+		w, err := DefaultWalls()
+		if err != nil {
+			b.Fatal(err)
+		}
+		if _, err := MakePlan(Options{Home: root, Workspace: root, Argv: []string{"sh"}, Walls: w}); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

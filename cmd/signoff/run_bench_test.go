@@ -8,7 +8,9 @@ import (
 	"path/filepath"
 	"runtime"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 )
 
 // BenchmarkRunStartup: `signoff run -- true` beside its floor, a plain
@@ -16,11 +18,13 @@ import (
 func BenchmarkRunStartup(b *testing.B) {
 	w := newWorld(b)
 	b.Run("plain-exec", func(b *testing.B) {
+		defer childCPU(b)()
 		for b.Loop() {
 			must(b, w.cmd(w.ws, "true").Run())
 		}
 	})
 	b.Run("inside-run", func(b *testing.B) {
+		defer childCPU(b)()
 		for b.Loop() {
 			if out, err := w.cmd(w.ws, "signoff", "run", "--quiet", "--", "true").CombinedOutput(); err != nil {
 				b.Fatalf("%v: %s", err, out)
@@ -63,6 +67,7 @@ func BenchmarkRunGitStatusAndBuild(b *testing.B) {
 		{"go-build", []string{goBin, "build", "./..."}},
 	} {
 		b.Run(tc.name+"/outside", func(b *testing.B) {
+			defer childCPU(b)()
 			for b.Loop() {
 				if out, err := w.cmd(repo, tc.argv[0], tc.argv[1:]...).CombinedOutput(); err != nil {
 					b.Fatalf("%v: %s", err, out)
@@ -71,6 +76,7 @@ func BenchmarkRunGitStatusAndBuild(b *testing.B) {
 		})
 		b.Run(tc.name+"/inside", func(b *testing.B) {
 			args := append([]string{"run", "--quiet", "--"}, tc.argv...)
+			defer childCPU(b)()
 			for b.Loop() {
 				if out, err := w.cmd(repo, "signoff", args...).CombinedOutput(); err != nil {
 					b.Fatalf("%v: %s", err, out)
@@ -84,4 +90,18 @@ func goEnv(b *testing.B, name string) string {
 	out, err := exec.Command(filepath.Join(runtime.GOROOT(), "bin", "go"), "env", name).Output()
 	must(b, err)
 	return string(out)
+}
+
+// childCPU reports the CPU time (user and system) the benchmark's child
+// processes used per op: on a busy machine the wall time waits for the
+// other work, the CPU time does not.
+func childCPU(b *testing.B) func() {
+	var before syscall.Rusage
+	syscall.Getrusage(syscall.RUSAGE_CHILDREN, &before)
+	return func() {
+		var after syscall.Rusage
+		syscall.Getrusage(syscall.RUSAGE_CHILDREN, &after)
+		used := time.Duration(after.Utime.Nano()+after.Stime.Nano()-before.Utime.Nano()-before.Stime.Nano()) * time.Nanosecond
+		b.ReportMetric(float64(used.Microseconds())/1000/float64(b.N), "cpu-ms/op")
+	}
 }
