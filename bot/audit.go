@@ -86,15 +86,8 @@ type BatchAuditor interface {
 	AppendBatched(ctx context.Context, e AuditEntry, c *AuditCommit) error
 }
 
-// batchAuditor is g's audit log and store when they group-commit.
-func (g *Gateway) batchAuditor() (BatchAuditor, AuditPreparer, bool) {
-	ba, ok := g.Audit.(BatchAuditor)
-	if !ok || !ba.Batches() {
-		return nil, nil, false
-	}
-	p, ok := g.Store.(AuditPreparer)
-	return ba, p, ok
-}
+// batches says whether g's audit log group-commits with the store.
+func (g *Gateway) batches() bool { return g.Audit != nil && g.Audit.Batches() }
 
 // AuditedVoteStore is a Store that tallies a ballot and appends its audit
 // record in one atomic step (when rec.Shared), or tallies alone. inChain
@@ -132,8 +125,8 @@ func (g *Gateway) auditOrRefuse(ctx context.Context, e AuditEntry, what string) 
 	return nil
 }
 
-// tally counts b with its audit record: in one step with the store when
-// both sides can, else the record first. A vote whose record cannot be
+// tally counts b with its audit record in one step with the store
+// (group-committed when the log batches). A vote whose record cannot be
 // written is refused and not counted.
 func (g *Gateway) tally(ctx context.Context, b Ballot) (VoteOutcome, error) {
 	if g.Audit == nil {
@@ -142,12 +135,12 @@ func (g *Gateway) tally(ctx context.Context, b Ballot) (VoteOutcome, error) {
 	e := AuditEntry{Type: "vote", RequestID: b.RequestID, Data: ballotRecord{
 		Voter: b.Voter, Choice: b.Choice, Proof: b.Proof, At: b.At.UTC(), Reason: b.Reason,
 	}, Evidence: b.Evidence}
-	if ba, p, ok := g.batchAuditor(); ok {
-		c, err := p.PrepareVoteAudit(ctx, b)
+	if g.batches() {
+		c, err := g.Store.PrepareVoteAudit(ctx, b)
 		if err != nil {
 			return VoteOutcome{}, err
 		}
-		err = ba.AppendBatched(context.WithoutCancel(ctx), e, c)
+		err = g.Audit.AppendBatched(context.WithoutCancel(ctx), e, c)
 		if c.Err != nil && !errors.Is(c.Err, ErrAuditConflict) {
 			return c.Out, c.Err
 		}
@@ -157,27 +150,13 @@ func (g *Gateway) tally(ctx context.Context, b Ballot) (VoteOutcome, error) {
 		}
 		return c.Out, nil
 	}
-	ca, ok := g.Audit.(CommitAuditor)
-	if !ok {
-		if err := g.auditOrRefuse(ctx, e, "vote"); err != nil {
-			return VoteOutcome{}, err
-		}
-		return g.Store.RecordVote(ctx, b)
-	}
 	var (
 		out       VoteOutcome
 		commitErr error
 	)
-	err := ca.AppendCommit(context.WithoutCancel(ctx), e, func(ctx context.Context, rec AuditRef) (bool, error) {
+	err := g.Audit.AppendCommit(context.WithoutCancel(ctx), e, func(ctx context.Context, rec AuditRef) (bool, error) {
 		var inChain bool
-		if as, ok := g.Store.(AuditedVoteStore); ok {
-			out, inChain, commitErr = as.RecordVoteAudited(ctx, b, rec)
-		} else if rec.Shared {
-			commitErr = Errorf(EInternal, "the audit chain is in the store, but this store cannot tally with it")
-		} else {
-			out, commitErr = g.Store.RecordVote(ctx, b)
-			inChain = commitErr == nil && out.Recorded
-		}
+		out, inChain, commitErr = g.Store.RecordVoteAudited(ctx, b, rec)
 		if errors.Is(commitErr, ErrAuditConflict) {
 			return false, commitErr // retried on the new head
 		}

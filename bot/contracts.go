@@ -9,7 +9,26 @@ import (
 // Store keeps personas and requests, and tallies votes atomically. The
 // Redis implementation lives in quorum/redis; any number of gateways may
 // share one Store and each request is still decided exactly once.
+//
+// Every capability the gateway uses is a method of Store: a store that
+// lacks one does not compile as a Store (see contract_test.go), rather
+// than being found out by a type assertion at run time and silently
+// sealing no receipts, holding nothing or auditing without the store.
+// The small interfaces it embeds name each capability, for the packages
+// that need only that one.
 type Store interface {
+	NoticeStore        // change notices carrying the change (Start)
+	SnapshotStore      // the persona a request was created under
+	Notifier           // a vote recorded wakes every replica's waiters
+	NudgeStore         // reminders and escalations, once across replicas
+	ChangeStore        // "unchanged since seen" without a read
+	HoldStore          // the requester's long-polls, for withdrawal
+	ReceiptStore       // a decision's signed receipt beside it
+	DecisionConfirmer  // a decision re-derived from the stored votes
+	AuditedVoteStore   // a tally and its audit record in one step
+	DecisionAuditStore // a decision record appended once
+	AuditPreparer      // commits prepared for the audit's group commit
+
 	// PutPersona loads a persona written by a person. Only start-up calls
 	// it: no API reachable by an agent writes a persona.
 	PutPersona(ctx context.Context, p Persona) error
@@ -51,8 +70,12 @@ type NoticeStore interface {
 }
 
 // Channel posts requests to one platform and edits them when decided.
-// Answers come back through a VoteSink the adapter was given.
+// Answers come back through a VoteSink the adapter was given. Publish
+// (Publisher) posts a plain message; a platform that cannot returns an
+// error saying so, which the gateway reports for that channel.
 type Channel interface {
+	Publisher
+
 	Post(ctx context.Context, r *Request, p Persona, c ChannelConfig) ([]MessageRef, error)
 	// Update edits the posted messages to show r's outcome.
 	Update(ctx context.Context, r *Request, refs []MessageRef) error
@@ -63,8 +86,11 @@ type VoteSink interface {
 	CastVote(ctx context.Context, b Ballot) (VoteOutcome, error)
 }
 
-// Signer signs Nostr events with the gateway's own key.
+// Signer signs Nostr events with the gateway's own key, and seals and
+// opens the receipts of decisions with it (Notary). signing.Key is one.
 type Signer interface {
+	Notary
+
 	PublicKey() string
 	// SignEvent returns the signed event's JSON and its id.
 	SignEvent(kind int, content string, tags [][]string, at time.Time) (json.RawMessage, string, error)
@@ -80,9 +106,19 @@ type ClassifierFunc func(Kind, string) Assessment
 
 func (f ClassifierFunc) Classify(k Kind, a string) Assessment { return f(k, a) }
 
-// Auditor appends to the audit log.
+// Auditor appends to the audit log. Services that only record what they
+// did (grants, tokens, the network) take an Auditor; the gateway, which
+// commits records with the work they record, takes an AuditLog.
 type Auditor interface {
 	Append(ctx context.Context, e AuditEntry) error
+}
+
+// AuditLog is the audit log the gateway writes: a record committed in
+// the same step as its work (CommitAuditor) and group-committed when the
+// log says it Batches (BatchAuditor). signing.AuditLog is one.
+type AuditLog interface {
+	CommitAuditor
+	BatchAuditor
 }
 
 // AuditEntry is one thing that happened to a request.

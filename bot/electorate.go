@@ -85,10 +85,8 @@ func (g *Gateway) describe(ctx context.Context, r *Request, err error) (*Request
 	if err != nil || r == nil {
 		return r, err
 	}
-	if s, ok := g.Store.(SnapshotStore); ok {
-		if p, perr := s.Snapshot(ctx, r.ID); perr == nil {
-			r.Electorate = ElectorateOf(p, r.Votes)
-		}
+	if p, perr := g.Store.Snapshot(ctx, r.ID); perr == nil {
+		r.Electorate = ElectorateOf(p, r.Votes)
 	}
 	return r, nil
 }
@@ -102,11 +100,7 @@ type Notifier interface {
 
 // changed wakes every waiter on id, on every replica.
 func (g *Gateway) changed(ctx context.Context, id string) {
-	if n, ok := g.Store.(Notifier); ok {
-		if err := n.Changed(context.WithoutCancel(ctx), id); err != nil {
-			g.log().Warn("publish request change", "id", id, "err", err)
-		}
-		return
+	if err := g.Store.Changed(context.WithoutCancel(ctx), id); err != nil {
+		g.log().Warn("publish request change", "id", id, "err", err)
 	}
-	g.hub.wake(id)
 }

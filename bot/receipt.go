@@ -83,12 +83,13 @@ type DecisionConfirmer interface {
 	ConfirmDecision(ctx context.Context, r *Request) (grant bool, err error)
 }
 
+// notary is the gateway's key (nil only on a Gateway never started, as a
+// test of Nudge alone makes).
 func (g *Gateway) notary() Notary {
-	n, _ := g.Signer.(Notary)
-	if _, ok := g.Store.(ReceiptStore); !ok {
+	if g.Signer == nil {
 		return nil
 	}
-	return n
+	return g.Signer
 }
 
 // seal writes the receipt of a decision the store just made: status is what
@@ -137,7 +138,7 @@ func (g *Gateway) saveSeal(ctx context.Context, n Notary, r *Request) (known fun
 		return nil, err
 	}
 	g.sealed(raw, rc) // before its save wakes the waiters that read it
-	return g.Store.(ReceiptStore).SaveReceipt(ctx, r.ID, raw)
+	return g.Store.SaveReceipt(ctx, r.ID, raw)
 }
 
 // sealed remembers a receipt this gateway just signed as opened: its
@@ -170,11 +171,7 @@ func (g *Gateway) sealConfirmed(ctx context.Context, r *Request) error {
 		return nil
 	}
 	if r.Status == Approved {
-		c, ok := g.Store.(DecisionConfirmer)
-		if !ok {
-			return errUnconfirmed{Errorf(EConflict, "this store cannot confirm an approval from its votes")}
-		}
-		if _, err := c.ConfirmDecision(ctx, r); err != nil {
+		if _, err := g.Store.ConfirmDecision(ctx, r); err != nil {
 			if ErrorCode(err) == EConflict {
 				return errUnconfirmed{err}
 			}

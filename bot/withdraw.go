@@ -68,11 +68,7 @@ type HoldStore interface {
 // WithdrawGrace, the request is withdrawn. A gateway that is shutting
 // down withdraws nothing: the requester may poll the next one.
 func (g *Gateway) WaitHeld(ctx context.Context, id string, d time.Duration) (*Request, error) {
-	hs, ok := g.Store.(HoldStore)
-	if !ok {
-		return g.Wait(ctx, id, d)
-	}
-	n, err := hs.Hold(ctx, id)
+	n, err := g.Store.Hold(ctx, id)
 	if err != nil {
 		return nil, err
 	}
@@ -88,7 +84,7 @@ func (g *Gateway) WaitHeld(ctx context.Context, id string, d time.Duration) (*Re
 // long-poll it with WaitHeld: if no such poll begins within WithdrawGrace
 // (the client died before its first poll), the request is withdrawn.
 func (g *Gateway) ExpectHeld(id string) {
-	if _, ok := g.Store.(HoldStore); ok && !g.stopping() {
+	if !g.stopping() {
 		g.withdrawUnless(id, 0)
 	}
 }
@@ -96,7 +92,6 @@ func (g *Gateway) ExpectHeld(id string) {
 // withdrawUnless withdraws id after the grace period unless a requester's
 // long-poll began since the n-th.
 func (g *Gateway) withdrawUnless(id string, n int64) {
-	hs := g.Store.(HoldStore)
 	grace := g.WithdrawGrace
 	if grace <= 0 {
 		grace = DefaultWithdrawGrace
@@ -109,7 +104,7 @@ func (g *Gateway) withdrawUnless(id string, n int64) {
 		}
 		bctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
-		if now, err := hs.Holds(bctx, id); err != nil || now != n {
+		if now, err := g.Store.Holds(bctx, id); err != nil || now != n {
 			return // polled again (or the store cannot say): still waited on
 		}
 		if _, err := g.Withdraw(bctx, id, "the requester went away (its connection closed)"); err == nil {
