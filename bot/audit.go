@@ -27,15 +27,6 @@ type AuditRef struct {
 // rebuilt on the new head and committed again.
 var ErrAuditConflict = errors.New("audit chain head moved")
 
-// CommitAuditor is an Auditor that writes a record in the same step as
-// the work it records: commit does the work and reports whether the
-// record is part of the chain (false: a duplicate delivery, nothing
-// happened). When commit fails, the record is not kept.
-type CommitAuditor interface {
-	Auditor
-	AppendCommit(ctx context.Context, e AuditEntry, commit func(context.Context, AuditRef) (bool, error)) error
-}
-
 // Group commit: while one batch of records is on its way to the store,
 // the records that arrive wait; the next batch chains them all in order
 // and sends their commits in one round trip. Each commit checks the
@@ -57,45 +48,8 @@ type AuditCommit struct {
 	Err     error
 }
 
-// AuditBatcher is a chain store that runs several commits, in order, in
-// one round trip, and says for each whether its record joined the chain.
-// CanBatchAudit is false where it cannot (Redis Cluster: the chain and a
-// request are in different slots).
-type AuditBatcher interface {
-	CanBatchAudit() bool
-	CommitAuditBatch(ctx context.Context, batch []*AuditCommit)
-}
-
-// AuditPreparer is a store that prepares a commit ahead of the chain's
-// lock, for a log that batches (BatchAuditor).
-type AuditPreparer interface {
-	// PrepareVoteAudit: tally b with its record.
-	PrepareVoteAudit(ctx context.Context, b Ballot) (*AuditCommit, error)
-	// PrepareDecisionAudit: append request id's decision record and mark
-	// it audited, unless it already was.
-	PrepareDecisionAudit(ctx context.Context, id string) (*AuditCommit, error)
-}
-
-// BatchAuditor is an audit log that group-commits (see AuditCommit).
-// AppendBatched writes e's record with c and fills in c's result; an
-// error means the record could not be written (c.Err, when set, says why
-// the store refused it).
-type BatchAuditor interface {
-	Auditor
-	Batches() bool
-	AppendBatched(ctx context.Context, e AuditEntry, c *AuditCommit) error
-}
-
 // batches says whether g's audit log group-commits with the store.
 func (g *Gateway) batches() bool { return g.Audit != nil && g.Audit.Batches() }
-
-// AuditedVoteStore is a Store that tallies a ballot and appends its audit
-// record in one atomic step (when rec.Shared), or tallies alone. inChain
-// says whether the record is part of the chain: not for a duplicate
-// delivery, nor a stranger's answer past the stored bound.
-type AuditedVoteStore interface {
-	RecordVoteAudited(ctx context.Context, b Ballot, rec AuditRef) (out VoteOutcome, inChain bool, err error)
-}
 
 // ballotRecord is a vote's audit record: the ballot as received, written
 // before (or with) its tally, so its result is not in it — the request's

@@ -73,12 +73,6 @@ func ElectorateOf(p Persona, votes []Vote) *Electorate {
 	return e
 }
 
-// SnapshotStore is the store capability of reading the persona a request
-// was created under; quorum/redis implements it.
-type SnapshotStore interface {
-	Snapshot(ctx context.Context, id string) (Persona, error)
-}
-
 // describe attaches the electorate to a pending request, when the store
 // can tell it. A failure leaves the request as it is: it is only shown.
 func (g *Gateway) describe(ctx context.Context, r *Request, err error) (*Request, error) {
@@ -89,13 +83,6 @@ func (g *Gateway) describe(ctx context.Context, r *Request, err error) (*Request
 		r.Electorate = ElectorateOf(p, r.Votes)
 	}
 	return r, nil
-}
-
-// Notifier tells every gateway sharing the store that a request changed
-// without being decided (a vote was recorded), so that long-polls on it
-// return at once; quorum/redis implements it on the decision channel.
-type Notifier interface {
-	Changed(ctx context.Context, id string) error
 }
 
 // changed wakes every waiter on id, on every replica.

@@ -8,16 +8,6 @@ import (
 // NudgeEvery is how often the sweeper looks for reminders and escalations due.
 const NudgeEvery = 5 * time.Second
 
-// NudgeStore claims one reminder or escalation of a request, so that of
-// all the replicas sharing the store exactly one does it; quorum/redis
-// implements it.
-type NudgeStore interface {
-	ClaimNudge(ctx context.Context, id, what string, ttl time.Duration) (bool, error)
-	// PendingIDs names the pending requests (as List with Status
-	// Pending would, without reading them).
-	PendingIDs(ctx context.Context) ([]string, error)
-}
-
 // Nudge does the reminders and escalations due at now: a persona's
 // `remind: 2m` re-posts a pending request on each of its channels every
 // two minutes; `escalate: {after: 3m, to: [bob]}` once, after three

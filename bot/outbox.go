@@ -20,36 +20,12 @@ type OutboxEntry struct {
 	RequestID string
 }
 
-// Outbox is the store's queue of decisions to deliver, with its sweep for
-// decisions that never reached it (OutboxSweeper).
-type Outbox interface {
-	OutboxSweeper
-	ReadOutbox(ctx context.Context, consumer string, max int, block time.Duration, pending bool) ([]OutboxEntry, error)
-	ClaimOutbox(ctx context.Context, consumer string, idle time.Duration, max int) ([]OutboxEntry, error)
-	AckOutbox(ctx context.Context, entryID string) error
-	MarkStep(ctx context.Context, id, step string) (first bool, err error)
-	StepDone(ctx context.Context, id, step string) (bool, error)
-}
-
-// OutboxSweeper finds decisions that never reached the outbox (their
-// replica died between deciding and enqueueing, which on Redis Cluster are
-// two steps) and enqueues them; see quorum/redis.Store.SweepUnqueued.
-type OutboxSweeper interface {
-	SweepUnqueued(ctx context.Context, owner string, grace, lease time.Duration, now time.Time) ([]string, error)
-}
-
 // Orphan sweeps: how often, and how long a decision is left to the
 // replica that made it before another enqueues it.
 const (
 	orphanSweepEvery = 5 * time.Second
 	orphanGrace      = 3 * time.Second
 )
-
-// DecisionAuditStore appends a decision's record and marks the request
-// audited in one step; false when it already was.
-type DecisionAuditStore interface {
-	AppendAuditOnce(ctx context.Context, id string, rec AuditRef) (inChain bool, err error)
-}
 
 func (g *Gateway) claimIdle() time.Duration {
 	if g.ClaimIdle > 0 {

@@ -42,26 +42,6 @@ func (g *Gateway) Withdraw(ctx context.Context, id, reason string) (*Request, er
 	return cur, err
 }
 
-// ChangeStore tells, without reading the whole request, whether it is
-// still pending with seen answers stored (Request.Seen): then a long-poll
-// that saw it so has nothing new to see. quorum/redis implements it, and
-// may answer from the change notices its WatchNotices heard: ask only
-// with a waiter on id already registered where that watch wakes it, as
-// WaitFunc does.
-type ChangeStore interface {
-	Unchanged(ctx context.Context, id string, seen int) (bool, error)
-}
-
-// HoldStore counts the long-polls a request's requester has begun, across
-// every replica sharing the store; quorum/redis implements it.
-type HoldStore interface {
-	// Hold records that a requester's long-poll on id began and returns
-	// how many have begun.
-	Hold(ctx context.Context, id string) (int64, error)
-	// Holds returns that count.
-	Holds(ctx context.Context, id string) (int64, error)
-}
-
 // WaitHeld is Wait for the requester itself. If its connection goes away
 // before the wait ends (the hook was killed, the MCP client closed) and no
 // new long-poll on the request begins on any replica within
