@@ -716,12 +716,10 @@ func (p Persona) People() []Person {
 // vote that decides nothing is work for this gateway and for the waiter's
 // caller (a read, an answer, the next long-poll). Held until a moment
 // after the voter's answer, it no longer takes the CPU that answer needs
-// on its way (on two cores, 90 µs of an unloaded vote's 450); and votes
-// on the same request that come within each other's hold (a committee
-// answering together, or a busy gateway) are told to the waiter in one
-// answer, not one each (against a hold of 1 ms, `signoff bench --votes 10
-// -c 32` measured 6–25 % less gateway and Redis CPU a vote, in four
-// alternated pairs). 50 ms is still too soon for anyone watching
+// on its way; and votes on the same request that come within each other's
+// hold (a committee answering together, or a busy gateway) are told to
+// the waiter in one answer, not one each (measured: docs/performance.md,
+// "Progress held 50 ms"). The hold is still too short for anyone watching
 // progress to tell; a decision, which unblocks the agent, is never held.
 // A notice is held at most progressHoldMax, however many votes come.
 const DefaultProgressHold = 50 * time.Millisecond
