@@ -94,6 +94,19 @@ type Persona struct {
 	// Caution is "allow" when the hook should allow caution calls itself;
 	// empty leaves them to the agent's own rules.
 	Caution string `json:"caution,omitempty"`
+	// Sandbox is the persona's walls for signoff run (bot/sandbox).
+	Sandbox *SandboxWalls `json:"sandbox,omitempty"`
+}
+
+// SandboxWalls is a persona's `sandbox:` section: what signoff run makes
+// writable and hides beyond its defaults. Only a person edits it.
+type SandboxWalls struct {
+	Writable []string `json:"writable,omitempty"`
+	Hide     []string `json:"hide,omitempty"`
+	// Loopback "any" lets the agent connect to any TCP port of its own
+	// sandbox's loopback (its dev servers and tests); empty: only the
+	// doors. The network namespace is the wall either way.
+	Loopback string `json:"loopback,omitempty"`
 }
 
 // Escalation is a persona's `escalate: {after: 3m, to: [bob]}`.

@@ -217,6 +217,9 @@ type personaFile struct {
 	// Reminders and escalation: quorum/nudge.go reads them.
 	Remind   text          `yaml:"remind"`
 	Escalate *escalateFile `yaml:"escalate"`
+
+	// The walls of signoff run: quorum/sandbox.go reads them.
+	Sandbox *sandboxFile `yaml:"sandbox"`
 }
 
 var (
@@ -390,6 +393,7 @@ func ParsePersona(file string, data []byte) (bot.Persona, Problems) {
 	}
 	parsePermissions(file, &f, &p, add)
 	parseNudges(&f, &p, add)
+	parseSandbox(&f, &p, add)
 	if len(ps.Errors()) > 0 {
 		return bot.Persona{}, ps
 	}

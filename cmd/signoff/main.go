@@ -15,6 +15,7 @@ import (
 	"syscall"
 
 	"github.com/signoff/signoff/bot"
+	"github.com/signoff/signoff/bot/sandbox"
 	"github.com/signoff/signoff/signing"
 )
 
@@ -46,6 +47,8 @@ usage:
   signoff mcp                                MCP server on stdio (request_approval, classify)
   signoff tokens [create|revoke]             list, make (printed once) and revoke API tokens
   signoff ext install MANIFEST [--yes]       show what an extension asks for, then make its token
+  signoff run [--persona P] [--workspace DIR] -- CMD…   start an agent in the sandbox (walls and doors)
+  signoff doctor                             check the sandbox's kernel parts, the gateway and the pin
   signoff proxy [--listen ADDR] [--persona P] the egress proxy (HTTPS_PROXY / HTTP_PROXY for the agent)
   signoff net request|requests|approve|deny|policy   network access requests and policy revisions
 
@@ -71,6 +74,9 @@ type command func(ctx context.Context, a *app, args []string) int
 var commands = map[string]command{}
 
 func main() {
+	if sandbox.IsStage(os.Args[1:]) {
+		sandbox.RunStage(os.Args[1:]) // inside signoff run's namespaces; never returns
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	a := &app{stdin: os.Stdin, stdout: os.Stdout, stderr: os.Stderr}
 	code := a.run(ctx, os.Args[1:])

@@ -28,7 +28,7 @@ var (
 )
 
 // signoffBinary builds the command once per test run.
-func signoffBinary(t *testing.T) string {
+func signoffBinary(t testing.TB) string {
 	t.Helper()
 	if testing.Short() {
 		t.Skip("builds the binary")
