@@ -35,6 +35,23 @@ type Driver interface {
 	ShowsGrantScope() bool
 }
 
+// Fixed is the part of a Driver for a platform whose people have fixed
+// ids (Slack, Discord): a driver embeds it and adds Start.
+type Fixed struct {
+	Platform bot.Platform
+	IDs      map[string]string // the suite's people by name
+	Target   string            // the channel requests are posted to
+	Cards    bool              // see ShowsGrantScope
+}
+
+func (f Fixed) Identity(name string) bot.Identity {
+	return bot.Identity{Platform: f.Platform, ID: f.IDs[name]}
+}
+func (f Fixed) Channel() bot.ChannelConfig {
+	return bot.ChannelConfig{Platform: f.Platform, Target: f.Target}
+}
+func (f Fixed) ShowsGrantScope() bool { return f.Cards }
+
 // Harness is a started platform.
 type Harness interface {
 	Env() *bottest.Env

@@ -11,19 +11,13 @@ import (
 
 // TestChannelSuite runs the behaviours every channel shares against the
 // Discord adapter and its fake.
-func TestChannelSuite(t *testing.T) { channeltest.Run(t, discordDriver{}) }
+func TestChannelSuite(t *testing.T) {
+	channeltest.Run(t, discordDriver{channeltest.Fixed{Platform: bot.Discord, IDs: discordIDs, Target: channel, Cards: true}})
+}
 
-type discordDriver struct{}
+type discordDriver struct{ channeltest.Fixed }
 
 var discordIDs = map[string]string{"alice": alice, "bob": bob, "carol": carol, "agent": agentID}
-
-func (discordDriver) Identity(name string) bot.Identity {
-	return bot.Identity{Platform: bot.Discord, ID: discordIDs[name]}
-}
-func (discordDriver) Channel() bot.ChannelConfig {
-	return bot.ChannelConfig{Platform: bot.Discord, Target: channel}
-}
-func (discordDriver) ShowsGrantScope() bool { return true }
 
 func (discordDriver) Start(t *testing.T, p bot.Persona) channeltest.Harness {
 	return discordSuite{start(t, p, false)}

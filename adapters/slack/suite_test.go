@@ -17,19 +17,13 @@ import (
 
 // TestChannelSuite runs the behaviours every channel shares against the
 // Slack adapter and its fake.
-func TestChannelSuite(t *testing.T) { channeltest.Run(t, slackDriver{}) }
+func TestChannelSuite(t *testing.T) {
+	channeltest.Run(t, slackDriver{channeltest.Fixed{Platform: bot.Slack, IDs: slackIDs, Target: channelID, Cards: true}})
+}
 
-type slackDriver struct{}
+type slackDriver struct{ channeltest.Fixed }
 
 var slackIDs = map[string]string{"alice": alice, "bob": bob, "carol": carol, "agent": agentUser}
-
-func (slackDriver) Identity(name string) bot.Identity {
-	return bot.Identity{Platform: bot.Slack, ID: slackIDs[name]}
-}
-func (slackDriver) Channel() bot.ChannelConfig {
-	return bot.ChannelConfig{Platform: bot.Slack, Target: channelID}
-}
-func (slackDriver) ShowsGrantScope() bool { return true }
 
 func (slackDriver) Start(t *testing.T, p bot.Persona) channeltest.Harness {
 	return &slackSuite{h: newHarness(t, p)}
