@@ -27,15 +27,6 @@ type AuditRef struct {
 // rebuilt on the new head and committed again.
 var ErrAuditConflict = errors.New("audit chain head moved")
 
-// CommitAuditor is an Auditor that writes a record in the same step as
-// the work it records: commit does the work and reports whether the
-// record is part of the chain (false: a duplicate delivery, nothing
-// happened). When commit fails, the record is not kept.
-type CommitAuditor interface {
-	Auditor
-	AppendCommit(ctx context.Context, e AuditEntry, commit func(context.Context, AuditRef) (bool, error)) error
-}
-
 // Group commit: while one batch of records is on its way to the store,
 // the records that arrive wait; the next batch chains them all in order
 // and sends their commits in one round trip. Each commit checks the
@@ -57,52 +48,8 @@ type AuditCommit struct {
 	Err     error
 }
 
-// AuditBatcher is a chain store that runs several commits, in order, in
-// one round trip, and says for each whether its record joined the chain.
-// CanBatchAudit is false where it cannot (Redis Cluster: the chain and a
-// request are in different slots).
-type AuditBatcher interface {
-	CanBatchAudit() bool
-	CommitAuditBatch(ctx context.Context, batch []*AuditCommit)
-}
-
-// AuditPreparer is a store that prepares a commit ahead of the chain's
-// lock, for a log that batches (BatchAuditor).
-type AuditPreparer interface {
-	// PrepareVoteAudit: tally b with its record.
-	PrepareVoteAudit(ctx context.Context, b Ballot) (*AuditCommit, error)
-	// PrepareDecisionAudit: append request id's decision record and mark
-	// it audited, unless it already was.
-	PrepareDecisionAudit(ctx context.Context, id string) (*AuditCommit, error)
-}
-
-// BatchAuditor is an audit log that group-commits (see AuditCommit).
-// AppendBatched writes e's record with c and fills in c's result; an
-// error means the record could not be written (c.Err, when set, says why
-// the store refused it).
-type BatchAuditor interface {
-	Auditor
-	Batches() bool
-	AppendBatched(ctx context.Context, e AuditEntry, c *AuditCommit) error
-}
-
-// batchAuditor is g's audit log and store when they group-commit.
-func (g *Gateway) batchAuditor() (BatchAuditor, AuditPreparer, bool) {
-	ba, ok := g.Audit.(BatchAuditor)
-	if !ok || !ba.Batches() {
-		return nil, nil, false
-	}
-	p, ok := g.Store.(AuditPreparer)
-	return ba, p, ok
-}
-
-// AuditedVoteStore is a Store that tallies a ballot and appends its audit
-// record in one atomic step (when rec.Shared), or tallies alone. inChain
-// says whether the record is part of the chain: not for a duplicate
-// delivery, nor a stranger's answer past the stored bound.
-type AuditedVoteStore interface {
-	RecordVoteAudited(ctx context.Context, b Ballot, rec AuditRef) (out VoteOutcome, inChain bool, err error)
-}
+// batches says whether g's audit log group-commits with the store.
+func (g *Gateway) batches() bool { return g.Audit != nil && g.Audit.Batches() }
 
 // ballotRecord is a vote's audit record: the ballot as received, written
 // before (or with) its tally, so its result is not in it — the request's
@@ -132,8 +79,8 @@ func (g *Gateway) auditOrRefuse(ctx context.Context, e AuditEntry, what string) 
 	return nil
 }
 
-// tally counts b with its audit record: in one step with the store when
-// both sides can, else the record first. A vote whose record cannot be
+// tally counts b with its audit record in one step with the store
+// (group-committed when the log batches). A vote whose record cannot be
 // written is refused and not counted.
 func (g *Gateway) tally(ctx context.Context, b Ballot) (VoteOutcome, error) {
 	if g.Audit == nil {
@@ -142,12 +89,12 @@ func (g *Gateway) tally(ctx context.Context, b Ballot) (VoteOutcome, error) {
 	e := AuditEntry{Type: "vote", RequestID: b.RequestID, Data: ballotRecord{
 		Voter: b.Voter, Choice: b.Choice, Proof: b.Proof, At: b.At.UTC(), Reason: b.Reason,
 	}, Evidence: b.Evidence}
-	if ba, p, ok := g.batchAuditor(); ok {
-		c, err := p.PrepareVoteAudit(ctx, b)
+	if g.batches() {
+		c, err := g.Store.PrepareVoteAudit(ctx, b)
 		if err != nil {
 			return VoteOutcome{}, err
 		}
-		err = ba.AppendBatched(context.WithoutCancel(ctx), e, c)
+		err = g.Audit.AppendBatched(context.WithoutCancel(ctx), e, c)
 		if c.Err != nil && !errors.Is(c.Err, ErrAuditConflict) {
 			return c.Out, c.Err
 		}
@@ -157,27 +104,13 @@ func (g *Gateway) tally(ctx context.Context, b Ballot) (VoteOutcome, error) {
 		}
 		return c.Out, nil
 	}
-	ca, ok := g.Audit.(CommitAuditor)
-	if !ok {
-		if err := g.auditOrRefuse(ctx, e, "vote"); err != nil {
-			return VoteOutcome{}, err
-		}
-		return g.Store.RecordVote(ctx, b)
-	}
 	var (
 		out       VoteOutcome
 		commitErr error
 	)
-	err := ca.AppendCommit(context.WithoutCancel(ctx), e, func(ctx context.Context, rec AuditRef) (bool, error) {
+	err := g.Audit.AppendCommit(context.WithoutCancel(ctx), e, func(ctx context.Context, rec AuditRef) (bool, error) {
 		var inChain bool
-		if as, ok := g.Store.(AuditedVoteStore); ok {
-			out, inChain, commitErr = as.RecordVoteAudited(ctx, b, rec)
-		} else if rec.Shared {
-			commitErr = Errorf(EInternal, "the audit chain is in the store, but this store cannot tally with it")
-		} else {
-			out, commitErr = g.Store.RecordVote(ctx, b)
-			inChain = commitErr == nil && out.Recorded
-		}
+		out, inChain, commitErr = g.Store.RecordVoteAudited(ctx, b, rec)
 		if errors.Is(commitErr, ErrAuditConflict) {
 			return false, commitErr // retried on the new head
 		}

@@ -85,7 +85,7 @@ type Persona struct {
 	// Escalate names members to call on once a request has waited After.
 	Escalate *Escalation `json:"escalate,omitempty"`
 
-	// Permission rules and modes (DESIGN 1.5; bot/permissions decides).
+	// Permission rules and modes (docs/design.md#permission-rules-modes-and-grants; bot/permissions decides).
 	Mode        string        `json:"mode,omitempty"`     // ModeAsk (default), ModePlan, ModeAuto
 	GrantTTL    time.Duration `json:"grantTTL,omitempty"` // 0: DefaultGrantTTL
 	Permissions []Rule        `json:"permissions,omitempty"`

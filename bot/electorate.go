@@ -73,40 +73,21 @@ func ElectorateOf(p Persona, votes []Vote) *Electorate {
 	return e
 }
 
-// SnapshotStore is the store capability of reading the persona a request
-// was created under; quorum/redis implements it.
-type SnapshotStore interface {
-	Snapshot(ctx context.Context, id string) (Persona, error)
-}
-
 // describe attaches the electorate to a pending request, when the store
 // can tell it. A failure leaves the request as it is: it is only shown.
 func (g *Gateway) describe(ctx context.Context, r *Request, err error) (*Request, error) {
 	if err != nil || r == nil {
 		return r, err
 	}
-	if s, ok := g.Store.(SnapshotStore); ok {
-		if p, perr := s.Snapshot(ctx, r.ID); perr == nil {
-			r.Electorate = ElectorateOf(p, r.Votes)
-		}
+	if p, perr := g.Store.Snapshot(ctx, r.ID); perr == nil {
+		r.Electorate = ElectorateOf(p, r.Votes)
 	}
 	return r, nil
 }
 
-// Notifier tells every gateway sharing the store that a request changed
-// without being decided (a vote was recorded), so that long-polls on it
-// return at once; quorum/redis implements it on the decision channel.
-type Notifier interface {
-	Changed(ctx context.Context, id string) error
-}
-
 // changed wakes every waiter on id, on every replica.
 func (g *Gateway) changed(ctx context.Context, id string) {
-	if n, ok := g.Store.(Notifier); ok {
-		if err := n.Changed(context.WithoutCancel(ctx), id); err != nil {
-			g.log().Warn("publish request change", "id", id, "err", err)
-		}
-		return
+	if err := g.Store.Changed(context.WithoutCancel(ctx), id); err != nil {
+		g.log().Warn("publish request change", "id", id, "err", err)
 	}
-	g.hub.wake(id)
 }

@@ -6,6 +6,8 @@ import (
 	"encoding/base32"
 	"errors"
 	"log/slog"
+	"reflect"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -25,7 +27,7 @@ type Gateway struct {
 	Store      Store
 	Signer     Signer
 	Classifier Classifier // nil: every action is dangerous
-	Audit      Auditor    // nil: no audit log
+	Audit      AuditLog   // nil: no audit log
 	Channels   map[Platform]Channel
 	Metrics    *Metrics // nil: none
 	Logger     *slog.Logger
@@ -97,8 +99,12 @@ func (g *Gateway) log() *slog.Logger {
 }
 
 // Start begins watching for decisions and sweeping deadlines. It returns
-// once the decision subscription is in place.
+// once the decision subscription is in place. A gateway missing a required
+// part is refused here, the part named (Missing), before anything starts.
 func (g *Gateway) Start(ctx context.Context) error {
+	if missing := g.Missing(); len(missing) > 0 {
+		return Errorf(EInvalid, "gateway: cannot start without %s", strings.Join(missing, ", "))
+	}
 	if g.SweepEvery <= 0 {
 		g.SweepEvery = 500 * time.Millisecond
 	}
@@ -138,10 +144,7 @@ func (g *Gateway) Start(ctx context.Context) error {
 			g.wakeLater(id, known)
 		}
 		KeepFollowing(ctx, g.log(), "decision watch", func(ctx context.Context) error {
-			if ns, ok := g.Store.(NoticeStore); ok {
-				return ns.WatchNotices(ctx, heard)
-			}
-			return g.Store.Watch(ctx, func(id string) { heard(id, nil) })
+			return g.Store.WatchNotices(ctx, heard)
 		})
 	}()
 	go func() {
@@ -166,6 +169,45 @@ func (g *Gateway) Start(ctx context.Context) error {
 		g.Close()
 		return Errorf(EUnavailable, "store: decision subscription not ready after 10s")
 	}
+}
+
+// Missing names each required part of g that is not set: the Store and
+// the Signer, and any platform in Channels mapped to no adapter. The rest
+// is optional by a field of its own, said where it is declared (Audit,
+// Outbox, Grants, Classifier, Metrics): nothing is discovered.
+func (g *Gateway) Missing() []string {
+	var missing []string
+	if isNil(g.Store) {
+		missing = append(missing, "Store (requests, votes, receipts, holds, audit commits: bot.Store)")
+	}
+	if isNil(g.Signer) {
+		missing = append(missing, "Signer (signs posted requests and seals receipts: bot.Signer)")
+	}
+	// An optional part left unset is an interface nil; one set to a nil
+	// pointer is a mistake that would panic later, not "none".
+	if g.Audit != nil && isNil(g.Audit) {
+		missing = append(missing, "Audit (a nil log: leave the field unset for none)")
+	}
+	if g.Outbox != nil && isNil(g.Outbox) {
+		missing = append(missing, "Outbox (a nil outbox: leave the field unset for none)")
+	}
+	for p, c := range g.Channels {
+		if isNil(c) {
+			missing = append(missing, "Channel for "+string(p)+" (bot.Channel)")
+		}
+	}
+	slices.Sort(missing)
+	return missing
+}
+
+// isNil: v is nil, or an interface holding a nil pointer (a store
+// variable declared and never opened).
+func isNil(v any) bool {
+	if v == nil {
+		return true
+	}
+	rv := reflect.ValueOf(v)
+	return rv.Kind() == reflect.Pointer && rv.IsNil()
 }
 
 // Subscribed counts the decision subscription's confirmations: one when
@@ -674,12 +716,10 @@ func (p Persona) People() []Person {
 // vote that decides nothing is work for this gateway and for the waiter's
 // caller (a read, an answer, the next long-poll). Held until a moment
 // after the voter's answer, it no longer takes the CPU that answer needs
-// on its way (on two cores, 90 µs of an unloaded vote's 450); and votes
-// on the same request that come within each other's hold (a committee
-// answering together, or a busy gateway) are told to the waiter in one
-// answer, not one each (against a hold of 1 ms, `signoff bench --votes 10
-// -c 32` measured 6–25 % less gateway and Redis CPU a vote, in four
-// alternated pairs). 50 ms is still too soon for anyone watching
+// on its way; and votes on the same request that come within each other's
+// hold (a committee answering together, or a busy gateway) are told to
+// the waiter in one answer, not one each (measured: docs/performance.md,
+// "Progress held 50 ms"). The hold is still too short for anyone watching
 // progress to tell; a decision, which unblocks the agent, is never held.
 // A notice is held at most progressHoldMax, however many votes come.
 const DefaultProgressHold = 50 * time.Millisecond

@@ -395,6 +395,10 @@ func (f *fakeChannel) Update(ctx context.Context, r *bot.Request, refs []bot.Mes
 	return nil
 }
 
+func (f *fakeChannel) Publish(context.Context, string, bot.ChannelConfig, string) (bot.MessageRef, error) {
+	return bot.MessageRef{}, errors.New("fakeChannel publishes nothing")
+}
+
 // TestFailClosed: whatever keeps a request from a person denies it at once,
 // with the reason.
 func TestFailClosed(t *testing.T) {

@@ -2,6 +2,7 @@ package bot_test
 
 import (
 	"context"
+	"errors"
 	"os"
 	"strings"
 	"sync"
@@ -38,6 +39,10 @@ func (c *slowChannel) Post(ctx context.Context, r *bot.Request, _ bot.Persona, _
 		case <-time.After(5 * time.Millisecond):
 		}
 	}
+}
+
+func (c *slowChannel) Publish(context.Context, string, bot.ChannelConfig, string) (bot.MessageRef, error) {
+	return bot.MessageRef{}, errors.New("slowChannel publishes nothing")
 }
 
 func (c *slowChannel) Update(_ context.Context, r *bot.Request, refs []bot.MessageRef) error {

@@ -8,37 +8,22 @@ import (
 // NudgeEvery is how often the sweeper looks for reminders and escalations due.
 const NudgeEvery = 5 * time.Second
 
-// NudgeStore claims one reminder or escalation of a request, so that of
-// all the replicas sharing the store exactly one does it; quorum/redis
-// implements it.
-type NudgeStore interface {
-	ClaimNudge(ctx context.Context, id, what string, ttl time.Duration) (bool, error)
-	// PendingIDs names the pending requests (as List with Status
-	// Pending would, without reading them).
-	PendingIDs(ctx context.Context) ([]string, error)
-}
-
 // Nudge does the reminders and escalations due at now: a persona's
 // `remind: 2m` re-posts a pending request on each of its channels every
 // two minutes; `escalate: {after: 3m, to: [bob]}` once, after three
 // minutes, re-posts it and names bob. Each is audited. Neither changes who
 // may decide. The sweeper calls it every NudgeEvery.
 func (g *Gateway) Nudge(ctx context.Context, now time.Time) {
-	ns, ok := g.Store.(NudgeStore)
-	ss, ok2 := g.Store.(SnapshotStore)
-	if !ok || !ok2 {
-		return
-	}
 	// A request is read only when its persona reminds or escalates: its
 	// snapshot is in memory, and with ten thousand requests pending under
 	// personas that do neither, reading them all every NudgeEvery was ten
 	// thousand reads (and their copies, tens of MB) for nothing.
-	ids, err := ns.PendingIDs(ctx)
+	ids, err := g.Store.PendingIDs(ctx)
 	if err != nil {
 		return
 	}
 	for _, id := range ids {
-		p, err := ss.Snapshot(ctx, id)
+		p, err := g.Store.Snapshot(ctx, id)
 		if err != nil || (p.Remind <= 0 && p.Escalate == nil) {
 			continue
 		}
@@ -49,7 +34,7 @@ func (g *Gateway) Nudge(ctx context.Context, now time.Time) {
 		waited := now.Sub(r.CreatedAt)
 		ttl := r.Deadline.Sub(r.CreatedAt) + time.Hour
 		if e := p.Escalate; e != nil && waited >= e.After {
-			if won, _ := ns.ClaimNudge(ctx, r.ID, "escalate", ttl); won {
+			if won, _ := g.Store.ClaimNudge(ctx, r.ID, "escalate", ttl); won {
 				esc := *r
 				esc.Escalated = &Escalated{To: escalatees(p, e.To), Needs: ElectorateOf(p, r.Votes).Needs}
 				refs := g.repost(ctx, &esc, p)
@@ -62,7 +47,7 @@ func (g *Gateway) Nudge(ctx context.Context, now time.Time) {
 		}
 		if p.Remind > 0 && waited >= p.Remind {
 			n := int(waited / p.Remind)
-			if won, _ := ns.ClaimNudge(ctx, r.ID, "remind:"+itoa(n), ttl); won {
+			if won, _ := g.Store.ClaimNudge(ctx, r.ID, "remind:"+itoa(n), ttl); won {
 				refs := g.repost(ctx, r, p)
 				g.audit(ctx, AuditEntry{Type: "remind", RequestID: r.ID, Data: map[string]any{
 					"n": n, "every": p.Remind.String(), "at": now.UTC(), "posted": len(refs),

@@ -20,34 +20,12 @@ type OutboxEntry struct {
 	RequestID string
 }
 
-// Outbox is the store's queue of decisions to deliver.
-type Outbox interface {
-	ReadOutbox(ctx context.Context, consumer string, max int, block time.Duration, pending bool) ([]OutboxEntry, error)
-	ClaimOutbox(ctx context.Context, consumer string, idle time.Duration, max int) ([]OutboxEntry, error)
-	AckOutbox(ctx context.Context, entryID string) error
-	MarkStep(ctx context.Context, id, step string) (first bool, err error)
-	StepDone(ctx context.Context, id, step string) (bool, error)
-}
-
-// OutboxSweeper finds decisions that never reached the outbox (their
-// replica died between deciding and enqueueing, which on Redis Cluster are
-// two steps) and enqueues them; see quorum/redis.Store.SweepUnqueued.
-type OutboxSweeper interface {
-	SweepUnqueued(ctx context.Context, owner string, grace, lease time.Duration, now time.Time) ([]string, error)
-}
-
 // Orphan sweeps: how often, and how long a decision is left to the
 // replica that made it before another enqueues it.
 const (
 	orphanSweepEvery = 5 * time.Second
 	orphanGrace      = 3 * time.Second
 )
-
-// DecisionAuditStore appends a decision's record and marks the request
-// audited in one step; false when it already was.
-type DecisionAuditStore interface {
-	AppendAuditOnce(ctx context.Context, id string, rec AuditRef) (inChain bool, err error)
-}
 
 func (g *Gateway) claimIdle() time.Duration {
 	if g.ClaimIdle > 0 {
@@ -59,7 +37,6 @@ func (g *Gateway) claimIdle() time.Duration {
 // runOutbox delivers decisions until ctx ends.
 func (g *Gateway) runOutbox(ctx context.Context) {
 	lastClaim, lastSweep := time.Now(), time.Now()
-	sweeper, _ := g.Outbox.(OutboxSweeper)
 	for ctx.Err() == nil {
 		es, err := g.Outbox.ReadOutbox(ctx, g.consumer, 32, time.Second, false)
 		if err != nil {
@@ -88,9 +65,9 @@ func (g *Gateway) runOutbox(ctx context.Context) {
 				g.deliverEntry(e)
 			}
 		}
-		if sweeper != nil && time.Since(lastSweep) >= orphanSweepEvery {
+		if time.Since(lastSweep) >= orphanSweepEvery {
 			lastSweep = time.Now()
-			ids, err := sweeper.SweepUnqueued(ctx, g.consumer, orphanGrace, orphanSweepEvery, g.now())
+			ids, err := g.Outbox.SweepUnqueued(ctx, g.consumer, orphanGrace, orphanSweepEvery, g.now())
 			if err != nil && ctx.Err() == nil {
 				g.log().Warn("sweep for decisions never enqueued", "err", err)
 			}
@@ -208,12 +185,12 @@ func (g *Gateway) auditDecisionOnce(ctx context.Context, r *Request) error {
 		g.log().Info("request decided", "id", r.ID, "status", r.Status, "by", r.DecidedBy, "reason", r.DecisionReason)
 		g.Metrics.decision(r)
 	}
-	if ba, p, ok := g.batchAuditor(); ok {
-		c, err := p.PrepareDecisionAudit(ctx, r.ID)
+	if g.batches() {
+		c, err := g.Store.PrepareDecisionAudit(ctx, r.ID)
 		if err != nil {
 			return err
 		}
-		if err := ba.AppendBatched(ctx, e, c); err != nil {
+		if err := g.Audit.AppendBatched(ctx, e, c); err != nil {
 			return err
 		}
 		if c.Err != nil {
@@ -224,20 +201,8 @@ func (g *Gateway) auditDecisionOnce(ctx context.Context, r *Request) error {
 		}
 		return nil
 	}
-	ca, ok1 := g.Audit.(CommitAuditor)
-	ds, ok2 := g.Store.(DecisionAuditStore)
-	if !ok1 || !ok2 {
-		if first, err := g.Outbox.MarkStep(ctx, r.ID, "audit"); err != nil || !first {
-			return err
-		}
-		if err := g.Audit.Append(ctx, e); err != nil {
-			return err
-		}
-		g.audited.put(r.ID, struct{}{})
-		return nil
-	}
-	err := ca.AppendCommit(ctx, e, func(ctx context.Context, rec AuditRef) (bool, error) {
-		in, err := ds.AppendAuditOnce(ctx, r.ID, rec)
+	err := g.Audit.AppendCommit(ctx, e, func(ctx context.Context, rec AuditRef) (bool, error) {
+		in, err := g.Store.AppendAuditOnce(ctx, r.ID, rec)
 		appended = in
 		return in, err
 	})
@@ -261,11 +226,7 @@ func (g *Gateway) grantOnce(ctx context.Context, r *Request) error {
 	if done, err := g.Outbox.StepDone(ctx, r.ID, "grant"); err != nil || done {
 		return err
 	}
-	c, ok := g.Store.(DecisionConfirmer)
-	if !ok {
-		return nil
-	}
-	grant, err := c.ConfirmDecision(ctx, r)
+	grant, err := g.Store.ConfirmDecision(ctx, r)
 	if err != nil {
 		if ErrorCode(err) == EConflict {
 			return nil

@@ -1,9 +1,6 @@
 package bot
 
-import (
-	"context"
-	"time"
-)
+import "time"
 
 // Effect is what a permission rule decides for the calls it matches.
 type Effect string
@@ -96,10 +93,4 @@ func (s GrantScope) Text() string {
 		what += " in " + s.Workspace
 	}
 	return what
-}
-
-// GrantMaker makes a grant from a request approved with "always" by an
-// electorate that may grant. The gateway calls it on the decision.
-type GrantMaker interface {
-	MakeGrant(ctx context.Context, r *Request) error
 }

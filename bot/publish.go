@@ -50,13 +50,6 @@ func (l *publishLimits) allow(persona string, now time.Time) (bool, time.Duratio
 	return true, 0
 }
 
-// Publisher is the optional Channel capability of posting a plain message
-// (not a request: no buttons, nothing to vote on). text is already the
-// whole message, escaped and marked as the agent's (PublishText).
-type Publisher interface {
-	Publish(ctx context.Context, persona string, c ChannelConfig, text string) (MessageRef, error)
-}
-
 // PublishResult is where a published message went.
 type PublishResult struct {
 	Posted []MessageRef    `json:"posted"`
@@ -117,9 +110,9 @@ func (g *Gateway) Publish(ctx context.Context, persona, text, by string) (Publis
 		if c.Platform == Terminal {
 			continue // nothing to post on: the terminal lists requests only
 		}
-		pub, ok := g.Channels[c.Platform].(Publisher)
-		if !ok {
-			fail("not configured on this gateway, or cannot publish")
+		pub := g.Channels[c.Platform]
+		if pub == nil {
+			fail("not configured on this gateway")
 			continue
 		}
 		wg.Add(1)

@@ -50,24 +50,6 @@ func ActionDigest(k Kind, action string) string {
 	return hex.EncodeToString(h.Sum(nil))
 }
 
-// Notary signs receipts with the gateway's key and opens the ones the
-// store holds, refusing any its key did not sign. signing.Key is one; a
-// Gateway whose Signer is a Notary seals every decision.
-type Notary interface {
-	SealReceipt(rc Receipt, at time.Time) (json.RawMessage, error)
-	OpenReceipt(raw []byte) (Receipt, error)
-}
-
-// ReceiptStore keeps a request's receipt beside it. Saving one tells every
-// gateway sharing the store that the request is decided (its waiters look
-// again). known, when not nil, gives fresh copies of the request as a
-// read would now, this receipt in it: nil when another receipt was kept
-// first, or when the store cannot tell without a read. quorum/redis.Store
-// is one.
-type ReceiptStore interface {
-	SaveReceipt(ctx context.Context, id string, raw json.RawMessage) (known func() *Request, err error)
-}
-
 // SealWindow is how long a decided request may wait for the receipt its
 // deciding gateway seals. Past it, the reader seals it itself from what
 // the store confirms (sealConfirmed) — the outbox does the same — so a
@@ -75,20 +57,13 @@ type ReceiptStore interface {
 // votes support still does.
 const SealWindow = 5 * time.Second
 
-// DecisionConfirmer re-derives a decided request's outcome from the votes
-// the store holds: nil when r's approval follows from them (and whether
-// they make its grant), an error when it does not. quorum/redis.Store is
-// one. A gateway without one seals only what its own deciding step said.
-type DecisionConfirmer interface {
-	ConfirmDecision(ctx context.Context, r *Request) (grant bool, err error)
-}
-
+// notary is the gateway's key (nil only on a Gateway never started, as a
+// test of Nudge alone makes).
 func (g *Gateway) notary() Notary {
-	n, _ := g.Signer.(Notary)
-	if _, ok := g.Store.(ReceiptStore); !ok {
+	if g.Signer == nil {
 		return nil
 	}
-	return n
+	return g.Signer
 }
 
 // seal writes the receipt of a decision the store just made: status is what
@@ -137,7 +112,7 @@ func (g *Gateway) saveSeal(ctx context.Context, n Notary, r *Request) (known fun
 		return nil, err
 	}
 	g.sealed(raw, rc) // before its save wakes the waiters that read it
-	return g.Store.(ReceiptStore).SaveReceipt(ctx, r.ID, raw)
+	return g.Store.SaveReceipt(ctx, r.ID, raw)
 }
 
 // sealed remembers a receipt this gateway just signed as opened: its
@@ -170,11 +145,7 @@ func (g *Gateway) sealConfirmed(ctx context.Context, r *Request) error {
 		return nil
 	}
 	if r.Status == Approved {
-		c, ok := g.Store.(DecisionConfirmer)
-		if !ok {
-			return errUnconfirmed{Errorf(EConflict, "this store cannot confirm an approval from its votes")}
-		}
-		if _, err := c.ConfirmDecision(ctx, r); err != nil {
+		if _, err := g.Store.ConfirmDecision(ctx, r); err != nil {
 			if ErrorCode(err) == EConflict {
 				return errUnconfirmed{err}
 			}

@@ -2,6 +2,7 @@ package bot_test
 
 import (
 	"context"
+	"errors"
 	"slices"
 	"testing"
 	"time"
@@ -24,6 +25,10 @@ func (c *cancellingChannel) Post(ctx context.Context, r *bot.Request, _ bot.Pers
 }
 
 func (c *cancellingChannel) Update(context.Context, *bot.Request, []bot.MessageRef) error { return nil }
+
+func (c *cancellingChannel) Publish(context.Context, string, bot.ChannelConfig, string) (bot.MessageRef, error) {
+	return bot.MessageRef{}, errors.New("cancellingChannel publishes nothing")
+}
 
 // TestRequesterGoneWhilePostingLeavesNoOrphan: once a request exists, its
 // posting and the record of its messages finish even if the requester goes

@@ -71,8 +71,8 @@ const waitLookTimeout = 10 * time.Second
 func (g *Gateway) WaitFunc(ctx context.Context, id string, d time.Duration, seen int, done func(*Request, error)) (*Request, *Waiter, error) {
 	w := &Waiter{g: g, id: id, done: done, seen: seen, floor: seen}
 	g.hub.add(w) // before the read, so a decision in between still wakes us
-	if cs, ok := g.Store.(ChangeStore); ok && seen >= 0 && d > 0 {
-		if same, err := cs.Unchanged(ctx, id, seen); err == nil && same {
+	if seen >= 0 && d > 0 {
+		if same, err := g.Store.Unchanged(ctx, id, seen); err == nil && same {
 			return nil, w.park(d), nil
 		}
 	}
@@ -110,11 +110,7 @@ func (w *Waiter) park(d time.Duration) *Waiter {
 // and Gone (the requester's connection went away) withdraws the request
 // unless a new long-poll on it begins within WithdrawGrace.
 func (g *Gateway) WaitHeldFunc(ctx context.Context, id string, d time.Duration, seen int, done func(*Request, error)) (*Request, *Waiter, error) {
-	hs, ok := g.Store.(HoldStore)
-	if !ok {
-		return g.WaitFunc(ctx, id, d, seen, done)
-	}
-	n, err := hs.Hold(ctx, id)
+	n, err := g.Store.Hold(ctx, id)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -313,8 +309,6 @@ func (h *hub) take(id string) []*Waiter {
 	h.n -= len(out)
 	return out
 }
-
-func (h *hub) wake(id string) { h.wakeKnown(id, nil) }
 
 // wakeKnown wakes id's waiters to look at what known gives, or (nil) to
 // read the request. Woken to read, a waiter leaves the hub until its look

@@ -42,37 +42,13 @@ func (g *Gateway) Withdraw(ctx context.Context, id, reason string) (*Request, er
 	return cur, err
 }
 
-// ChangeStore tells, without reading the whole request, whether it is
-// still pending with seen answers stored (Request.Seen): then a long-poll
-// that saw it so has nothing new to see. quorum/redis implements it, and
-// may answer from the change notices its WatchNotices heard: ask only
-// with a waiter on id already registered where that watch wakes it, as
-// WaitFunc does.
-type ChangeStore interface {
-	Unchanged(ctx context.Context, id string, seen int) (bool, error)
-}
-
-// HoldStore counts the long-polls a request's requester has begun, across
-// every replica sharing the store; quorum/redis implements it.
-type HoldStore interface {
-	// Hold records that a requester's long-poll on id began and returns
-	// how many have begun.
-	Hold(ctx context.Context, id string) (int64, error)
-	// Holds returns that count.
-	Holds(ctx context.Context, id string) (int64, error)
-}
-
 // WaitHeld is Wait for the requester itself. If its connection goes away
 // before the wait ends (the hook was killed, the MCP client closed) and no
 // new long-poll on the request begins on any replica within
 // WithdrawGrace, the request is withdrawn. A gateway that is shutting
 // down withdraws nothing: the requester may poll the next one.
 func (g *Gateway) WaitHeld(ctx context.Context, id string, d time.Duration) (*Request, error) {
-	hs, ok := g.Store.(HoldStore)
-	if !ok {
-		return g.Wait(ctx, id, d)
-	}
-	n, err := hs.Hold(ctx, id)
+	n, err := g.Store.Hold(ctx, id)
 	if err != nil {
 		return nil, err
 	}
@@ -88,7 +64,7 @@ func (g *Gateway) WaitHeld(ctx context.Context, id string, d time.Duration) (*Re
 // long-poll it with WaitHeld: if no such poll begins within WithdrawGrace
 // (the client died before its first poll), the request is withdrawn.
 func (g *Gateway) ExpectHeld(id string) {
-	if _, ok := g.Store.(HoldStore); ok && !g.stopping() {
+	if !g.stopping() {
 		g.withdrawUnless(id, 0)
 	}
 }
@@ -96,7 +72,6 @@ func (g *Gateway) ExpectHeld(id string) {
 // withdrawUnless withdraws id after the grace period unless a requester's
 // long-poll began since the n-th.
 func (g *Gateway) withdrawUnless(id string, n int64) {
-	hs := g.Store.(HoldStore)
 	grace := g.WithdrawGrace
 	if grace <= 0 {
 		grace = DefaultWithdrawGrace
@@ -109,7 +84,7 @@ func (g *Gateway) withdrawUnless(id string, n int64) {
 		}
 		bctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
-		if now, err := hs.Holds(bctx, id); err != nil || now != n {
+		if now, err := g.Store.Holds(bctx, id); err != nil || now != n {
 			return // polled again (or the store cannot say): still waited on
 		}
 		if _, err := g.Withdraw(bctx, id, "the requester went away (its connection closed)"); err == nil {

@@ -10,8 +10,9 @@ import (
 // A record's line and its digest's input are the JSON that encoding/json
 // makes of it. encoding/json validates and compacts a json.RawMessage each
 // time it writes one, and a vote's record carries the reaction event as
-// its evidence: that was 6 % of the gateway's CPU at ten votes a request,
-// the record being written twice (its digest, its line). A record built by
+// its evidence, compacted again for the record's digest and for its line:
+// a share of the gateway's CPU worth saving (docs/performance.md,
+// BenchmarkAuditAppend). A record built by
 // newRecord holds Data and Evidence already as encoding/json writes them
 // (compact, HTML-escaped), so its bytes are appended as they are; any
 // other record (read back from a file or the store, a checkpoint) goes

@@ -32,7 +32,7 @@ func (k *Key) OpenReceipt(raw []byte) (bot.Receipt, error) { return VerifyReceip
 
 // ErrUnpinned: no gateway key is pinned, so no receipt can be believed.
 var ErrUnpinned = errors.New("no gateway key is pinned, so no approval can be believed " +
-	"(set SIGNOFF_GATEWAY_KEY to the gateway's npub, or write it to the pin file; see the README)")
+	"(set SIGNOFF_GATEWAY_KEY to the gateway's npub, or write it to the pin file; see docs/trust-boundary.md)")
 
 // VerifyReceipt checks raw as a receipt signed by the gateway key pin (hex
 // or npub) and returns what it says.

@@ -317,6 +317,7 @@ type card struct {
 	Components      *[]json.RawMessage `json:"components"`
 	AllowedMentions *struct {
 		Parse []string `json:"parse"`
+		Users []string `json:"users"`
 	} `json:"allowed_mentions"`
 }
 

@@ -6,11 +6,13 @@
 // Every path fails closed. A dangerous action runs only when the gateway
 // says approved; an error, an unreachable gateway, a malformed input, a
 // timeout or an interrupted wait is a deny. Safe and caution actions run
-// without asking (DESIGN 1.4: caution "runs, logged").
+// without asking (docs/design.md#mechanical-risk-classification: caution "runs, logged").
 //
 // It speaks bot types and takes the gateway and the classifier as small
 // interfaces (Gateway, Classifier), so the CLI hands it the HTTP client
 // and the risk classifier and tests hand it a gateway of their own. It
-// imports nothing from the module but bot; it reads no environment and
-// no configuration: cmd/signoff does the wiring.
+// imports bot, bot/permissions (the Check it sends to /v1/check and the
+// Result it acts on) and bot/wait (the waiting display), and nothing else
+// of the module: not the HTTP client, the store or the classifier. It
+// reads no environment and no configuration: cmd/signoff does the wiring.
 package agent

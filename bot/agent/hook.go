@@ -26,8 +26,8 @@ const (
 const MaxHookInput = 8 << 20
 
 // DefaultHookTimeout is how long a hook waits for people by default. It
-// must stay below the hook timeout in the agent's settings (600s in the
-// README): an agent that kills a hook lets the tool run.
+// must stay below the hook timeout in the agent's settings (600s in
+// docs/guide.md, agents): an agent that kills a hook lets the tool run.
 const DefaultHookTimeout = 9 * time.Minute
 
 // HookInput is the JSON Claude Code (and Codex, with the same schema)

@@ -1,4 +1,4 @@
-// Package grants owns "yes, and don't ask again" (DESIGN 1.5): what a
+// Package grants owns "yes, and don't ask again" (docs/design.md#permission-rules-modes-and-grants): what a
 // grant covers (its scope, worked out from the call people were asked
 // about), whether a later call is covered, making a grant when a request
 // is approved with ♾️ / Always / `approve --always` by an electorate that

@@ -26,7 +26,7 @@ import (
 	"github.com/signoff/signoff/bot/tokens"
 )
 
-// wantAccess is who may call each route: the README's scope table. A route
+// wantAccess is who may call each route: the scope table of docs/guide.md. A route
 // added to the API without a row here fails TestEveryRouteHasAccess, so
 // none slips in unscoped. Token routes list their scopes comma-separated
 // (any one suffices).
@@ -181,7 +181,7 @@ func TestEveryRouteHasAccess(t *testing.T) {
 	for _, r := range routes {
 		want, ok := wantAccess[r.Pattern]
 		if !ok {
-			t.Errorf("route %q (access %s) is not in wantAccess: add its row here and to the README's scope table", r.Pattern, r.Access)
+			t.Errorf("route %q (access %s) is not in wantAccess: add its row here and to the scope table in docs/guide.md", r.Pattern, r.Access)
 			continue
 		}
 		if got := r.Access.String(); got != want {

@@ -60,7 +60,7 @@ type DraftAnswer struct {
 	Allowed bool             `json:"allowed"`
 }
 
-// networkRoutes registers the network routes (DESIGN 1.6).
+// networkRoutes registers the network routes (docs/design.md#network-access-requests-and-policy-revisions).
 func (s *Server) networkRoutes(mux *Mux) {
 	if s.Network == nil {
 		return

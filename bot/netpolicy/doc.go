@@ -1,4 +1,4 @@
-// Package netpolicy owns the network policy of DESIGN 1.6: the doors a
+// Package netpolicy owns the network policy of docs/design.md#network-access-requests-and-policy-revisions: the doors a
 // person opened for an agent's traffic through the egress proxy.
 //
 // It holds the policy model (hosts: entries of host, port, access, methods,

@@ -59,7 +59,7 @@ const (
 	ByPeople    = "people"
 )
 
-// Result is the decision object of DESIGN 5.
+// Result is the decision object of docs/design.md#http-api.
 type Result struct {
 	Decision string    `json:"decision"` // allow, deny, ask
 	Level    bot.Level `json:"level"`
@@ -214,7 +214,7 @@ func Validate(ch *Check) error {
 	return nil
 }
 
-// Check decides one call. Order (DESIGN 1.5): a deny rule denies; a live
+// Check decides one call. Order (docs/design.md#permission-rules-modes-and-grants): a deny rule denies; a live
 // grant that covers the call allows; an ask rule asks; an allow rule allows
 // (a dangerous call only by an exact rule); otherwise by level: safe runs,
 // caution runs (audited), dangerous asks. plan denies whatever is not safe;

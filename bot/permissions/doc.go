@@ -1,5 +1,5 @@
 // Package permissions decides, in one place, whether an agent's call may
-// run (POST /v1/check, DESIGN 1.5): permission rules in layers, modes, the
+// run (POST /v1/check, docs/design.md#permission-rules-modes-and-grants): permission rules in layers, modes, the
 // reviewer endpoint of mode auto, grants, and the classifier's level.
 //
 // Rules have the fx shape — tool → wildcard pattern → allow | deny | ask,

@@ -1,4 +1,4 @@
-// Package proxy is signoff's egress proxy (DESIGN 1.6): an HTTP forward
+// Package proxy is signoff's egress proxy (docs/design.md#network-access-requests-and-policy-revisions): an HTTP forward
 // proxy on net/http that an agent's sandbox reaches through HTTPS_PROXY
 // and HTTP_PROXY. CONNECT tunnels are let through when the current policy
 // revision opens the host and port; plain HTTP when it also allows the

@@ -9,7 +9,7 @@ import (
 )
 
 // A door is "host:port" an extension may reach through the egress proxy
-// (DESIGN 1.6): host a DNS name, "*.example.com" or "*" (any); port 1–65535
+// (docs/design.md#network-access-requests-and-policy-revisions): host a DNS name, "*.example.com" or "*" (any); port 1–65535
 // or "*" (any).
 var hostRE = regexp.MustCompile(`^(\*|(\*\.)?([a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?)(\.[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?)*)$`)
 
@@ -79,7 +79,7 @@ func (d Door) Allows(host string, port int) bool {
 	return host == d.Host
 }
 
-// Doors are the network doors t's extension declared (DESIGN 1.6): the
+// Doors are the network doors t's extension declared (docs/design.md#network-access-requests-and-policy-revisions): the
 // network policy lets this token's traffic through them. Entries that no
 // longer parse are dropped (fail closed).
 func (t *Token) Doors() []Door {

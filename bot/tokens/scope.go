@@ -8,7 +8,7 @@ import (
 )
 
 // Scope is one thing a token lets its holder do. Each allows exactly the
-// endpoints the README's table lists for it.
+// endpoints the scope table lists for it (docs/guide.md, tokens).
 type Scope string
 
 const (

@@ -161,7 +161,7 @@ func writePersona(path, name, owner, npub string) error {
 	}
 	body := fmt.Sprintf(`# Written by `+"`signoff init`"+`: you own persona %s. signoff serve loads it at
 # start; no API can change it. Add members, a quorum or channels (Slack,
-# Discord, Nostr relays) here: see the README's persona section.
+# Discord, Nostr relays) here: see docs/personas.md.
 name: %s
 owner:
   name: %s

@@ -71,5 +71,5 @@ func custodyWarning() string {
 	}
 	return "every process running as " + name + " can read this key — an AI agent running as " + name +
 		" could approve its own requests with it. Run agents as another user, or keep this key on another machine " +
-		"(see the README, \"The trust boundary\")"
+		"(see docs/trust-boundary.md)"
 }

@@ -53,7 +53,7 @@ usage:
   signoff net request|requests|approve|deny|policy   network access requests and policy revisions
 
 Exit codes: 0 approved / ok, 1 denied, expired or check failed, 2 usage or server error.
-Configuration comes from SIGNOFF_* environment variables; see the README.
+Configuration comes from SIGNOFF_* environment variables; see docs/configuration.md.
 `
 
 // app carries what a subcommand may touch, so tests can run the real

@@ -109,5 +109,5 @@ func warnOpenRedis(raw string, log interface{ Warn(string, ...any) }) {
 		return
 	}
 	log.Warn("Redis is reached over the network without a password: require auth (requirepass or an ACL user) " +
-		"and keep it out of the agent's reach; see the README")
+		"and keep it out of the agent's reach; see docs/trust-boundary.md")
 }

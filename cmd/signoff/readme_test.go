@@ -1,66 +1,90 @@
 package main
 
 import (
+	"fmt"
 	"io"
 	"net/http"
 	"os"
 	"os/exec"
+	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 )
 
-// readmeBlocks returns the fenced blocks of README.md whose info string is
-// "sh readme-test": the examples a person is told to paste.
-func readmeBlocks(t *testing.T) []string {
+// docBlock is one fenced block marked to be run, and where it is.
+type docBlock struct {
+	file string
+	n    int // its number in its file, from 1
+	text string
+}
+
+// readmeBlocks returns the fenced blocks of README.md and of every page in
+// docs/ whose info string is "sh readme-test": the examples a person is
+// told to paste, wherever the README's sections moved.
+func readmeBlocks(t *testing.T) []docBlock {
 	t.Helper()
-	b, err := os.ReadFile("../../README.md")
+	docs, err := filepath.Glob("../../docs/*.md")
 	if err != nil {
 		t.Fatal(err)
 	}
-	var blocks []string
-	var cur *strings.Builder
-	for _, line := range strings.Split(string(b), "\n") {
-		switch {
-		case cur == nil && strings.TrimSpace(line) == "```sh readme-test":
-			cur = &strings.Builder{}
-		case cur != nil && strings.TrimSpace(line) == "```":
-			blocks = append(blocks, cur.String())
-			cur = nil
-		case cur != nil:
-			cur.WriteString(line + "\n")
+	var blocks []docBlock
+	for _, path := range append([]string{"../../README.md"}, docs...) {
+		b, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		name := strings.TrimPrefix(path, "../../")
+		var cur *strings.Builder
+		n := 0
+		for _, line := range strings.Split(string(b), "\n") {
+			switch {
+			case cur == nil && strings.TrimSpace(line) == "```sh readme-test":
+				cur = &strings.Builder{}
+			case cur != nil && strings.TrimSpace(line) == "```":
+				n++
+				blocks = append(blocks, docBlock{file: name, n: n, text: cur.String()})
+				cur = nil
+			case cur != nil:
+				cur.WriteString(line + "\n")
+			}
 		}
 	}
 	return blocks
 }
 
-// TestReadmeExamples runs the README's marked shell blocks, as written,
-// against a gateway on a free port (localhost:8080 becomes its address):
-// each must exit 0 and no call may be refused as malformed.
+// TestReadmeExamples runs the marked shell blocks of the README and the
+// docs, as written, against a gateway on a free port (localhost:8080
+// becomes its address): each must exit 0 and no call may be refused as
+// malformed. The README keeps at least one, and so does docs/api.md.
 func TestReadmeExamples(t *testing.T) {
 	if _, err := exec.LookPath("curl"); err != nil {
 		t.Skip("curl not installed")
 	}
 	blocks := readmeBlocks(t)
-	if len(blocks) == 0 {
-		t.Fatal("README.md has no block marked sh readme-test")
+	for _, want := range []string{"README.md", "docs/api.md"} {
+		if !slices.ContainsFunc(blocks, func(b docBlock) bool { return b.file == want }) {
+			t.Fatalf("%s has no block marked sh readme-test", want)
+		}
 	}
 	gateway(t, demoPersona)
 	addr := strings.TrimPrefix(os.Getenv("SIGNOFF_URL"), "http://")
-	for i, block := range blocks {
-		script := strings.ReplaceAll(block, "localhost:8080", addr)
+	for _, block := range blocks {
+		where := fmt.Sprintf("%s block %d", block.file, block.n)
+		script := strings.ReplaceAll(block.text, "localhost:8080", addr)
 		cmd := exec.Command("bash", "-euo", "pipefail", "-c", script)
 		out, err := cmd.CombinedOutput()
 		if err != nil {
-			t.Errorf("README block %d failed (%v):\n%s\noutput:\n%s", i+1, err, block, out)
+			t.Errorf("%s failed (%v):\n%s\noutput:\n%s", where, err, block.text, out)
 			continue
 		}
 		for _, bad := range []string{`"code":"invalid"`, `"code":"not_found"`, `"code":"unauthorized"`} {
 			if strings.Contains(string(out), bad) {
-				t.Errorf("README block %d: a call was refused (%s):\n%s", i+1, bad, out)
+				t.Errorf("%s: a call was refused (%s):\n%s", where, bad, out)
 			}
 		}
-		t.Logf("README block %d:\n%s", i+1, out)
+		t.Logf("%s:\n%s", where, out)
 	}
 }
 

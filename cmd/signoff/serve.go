@@ -463,6 +463,6 @@ func claimFleetKey(ctx context.Context, store *qredis.Store, key *signing.Key, c
 // did not choose one: a vote's garbage (its request, its JSON, its Redis
 // replies) dies with it and the live heap is small (a waiter is under
 // 2 KiB), so collecting at 5× the live heap rather than 2× costs little
-// memory and gave 8–9 % more verified votes/s (`signoff bench --spawn
-// --votes 10 --concurrency 32`, GOGC=100 and 400 alternated).
+// memory and gives more verified votes/s (measured with GOGC 100 and 400
+// alternated: docs/performance.md).
 const serveGCPercent = 400

@@ -273,7 +273,7 @@ func (s *Store) WatchTokens(ctx context.Context, subscribed func()) error {
 // without one is still made only if none exists: CreateFirstToken); so do
 // a FLUSHALL, a hand edit, and a subscription lost before go-redis notices
 // (a peer gone silent). Short, as the egress proxy's 2 s belief in a
-// token's record (README), and long enough that the read it costs, one per
+// token's record (docs/guide.md, tokens), and long enough that the read it costs, one per
 // token and replica every 2 s, is nothing.
 const TokenMemoryFor = 2 * time.Second
 
