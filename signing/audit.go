@@ -122,6 +122,7 @@ type AuditLog struct {
 	size      int64 // the file's length
 	broken    error // a line could not be taken back: refuse all
 	rejoining bool
+	types     map[string]bool // record types the chain held (for Holds)
 
 	batcher bot.AuditBatcher // set when the store can group-commit
 	qmu     sync.Mutex       // guards queue and leading (taken after mu)
@@ -185,6 +186,7 @@ func (l *AuditLog) recover(ctx context.Context) error {
 			"keep that file as evidence, move it aside and start again (see `signoff audit verify %s`)", l.path, rep.Break, l.path)
 	}
 	l.seq, l.prev, l.covered = rep.Last, rep.Head, rep.Covered
+	l.types = rep.Types
 	var storeSeq uint64
 	if l.opt.Store != nil {
 		var err error
@@ -483,6 +485,9 @@ func (l *AuditLog) append(ctx context.Context, r Record, reason string, commit f
 			return false, err
 		}
 		l.seq, l.prev, l.fileSeq, l.fileHash = r.Seq, r.Hash, r.Seq, r.Hash
+		if !l.types[r.Type] {
+			l.types[r.Type] = true
+		}
 		if r.Type == TypeCheckpoint {
 			l.covered, l.oldest = r.Seq, time.Time{}
 			l.publish(line)
@@ -579,6 +584,7 @@ func (l *AuditLog) catchUp(ctx context.Context) error {
 			}
 			seq, prev = r.Seq, r.Hash
 			l.fileSeq, l.fileHash, l.seq, l.prev = seq, prev, seq, prev
+			l.types[r.Type] = true
 			if r.Type == TypeCheckpoint {
 				l.covered = r.Seq
 			}
@@ -659,6 +665,15 @@ func (l *AuditLog) Close() error {
 	}
 	l.f = nil
 	return err
+}
+
+// Holds reports whether the chain, as this log has read or written it
+// since it opened, holds a record of type typ (a token made: the API is
+// closed for good).
+func (l *AuditLog) Holds(typ string) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.types[typ]
 }
 
 // Head is the chain's last record as this log knows it.

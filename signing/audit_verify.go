@@ -52,7 +52,8 @@ type AuditReport struct {
 	CoveredEnd  int64
 	Uncovered   int // records after the last checkpoint
 	Signer      string
-	Tears       []ChainError // lines that are not records, skipped
+	Types       map[string]bool // the record types the chain holds
+	Tears       []ChainError    // lines that are not records, skipped
 	TornTail    bool         // the input does not end with a newline
 	Break       *ChainError  // the first break; nothing after it is trusted
 	Truncated   []string     // expected heads the chain does not reach
@@ -93,7 +94,7 @@ func eachLine(r io.Reader, fn func(n int, line []byte, end int64) bool) (untermi
 // reported and skipped: the records after it must link to the last good
 // one. It stops at the first break.
 func VerifyChain(r io.Reader, opt VerifyOptions) *AuditReport {
-	rep := &AuditReport{Head: genesis, CoveredHash: genesis, Signer: opt.Signer}
+	rep := &AuditReport{Head: genesis, CoveredHash: genesis, Signer: opt.Signer, Types: map[string]bool{}}
 	expect := map[uint64][]Head{}
 	for _, h := range opt.Expect {
 		expect[h.Seq] = append(expect[h.Seq], h)
@@ -161,6 +162,7 @@ func VerifyChain(r io.Reader, opt VerifyOptions) *AuditReport {
 			seen[rec.Seq] = true
 		}
 		prev, seq = rec.Hash, rec.Seq
+		rep.Types[rec.Type] = true
 		rep.Records++
 		rep.Last, rep.Head, rep.End = rec.Seq, rec.Hash, end
 		return true

@@ -138,10 +138,11 @@ func serveWith(ctx context.Context, a *app, cfg *config) int {
 		return a.fail(err)
 	}
 	defer audit.Close()
-	auth, err := serveAuth(ctx, cfg, store, audit, log)
+	auth, err := serveAuth(ctx, cfg, store, audit, personas, log)
 	if err != nil {
 		return a.fail(err)
 	}
+	keeper.Also = append(keeper.Also, auth.Service().Ready)
 
 	classifier, err := loadClassifier(cfg.Rules)
 	if err != nil {
@@ -189,6 +190,10 @@ func serveWith(ctx context.Context, a *app, cfg *config) int {
 	defer func() { stopRunners(); wg.Wait() }()
 	wg.Add(1)
 	go func() { defer wg.Done(); keeper.Run(rctx) }()
+	wg.Add(1)
+	// Tokens seen close this replica for good; none while they existed
+	// is TOKENS LOST (logged as it happens, /readyz fails).
+	go func() { defer wg.Done(); auth.Service().Watch(rctx, cfg.StoreCheck) }()
 	wg.Add(1)
 	// While it follows the token channel, authentication answers from
 	// what it read (quorum/redis, WatchTokens); while not, it reads Redis.
