@@ -54,10 +54,10 @@ type AuditReport struct {
 	Signer      string
 	Types       map[string]bool // the record types the chain holds
 	Tears       []ChainError    // lines that are not records, skipped
-	TornTail    bool         // the input does not end with a newline
-	Break       *ChainError  // the first break; nothing after it is trusted
-	Truncated   []string     // expected heads the chain does not reach
-	Err         error        // reading failed
+	TornTail    bool            // the input does not end with a newline
+	Break       *ChainError     // the first break; nothing after it is trusted
+	Truncated   []string        // expected heads the chain does not reach
+	Err         error           // reading failed
 }
 
 // OK reports a chain with no break and no truncation.

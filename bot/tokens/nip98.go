@@ -1,6 +1,7 @@
 package tokens
 
 import (
+	"crypto/rand"
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/hex"
@@ -147,13 +148,17 @@ func sameURL(signed, call string) bool {
 }
 
 // HTTPAuthEvent is the unsigned NIP-98 event for call (for a person's
-// key or signer to sign).
+// key or signer to sign). A nonce tag makes two identical calls in one
+// second two events: the gateway refuses an event it has seen.
 func HTTPAuthEvent(call Call, at time.Time) nostr.Event {
 	tags := nostr.Tags{{"u", call.URL}, {"method", call.Method}}
 	if len(call.Body) > 0 {
 		sum := sha256.Sum256(call.Body)
 		tags = append(tags, nostr.Tag{"payload", hex.EncodeToString(sum[:])})
 	}
+	nonce := make([]byte, 8)
+	rand.Read(nonce)
+	tags = append(tags, nostr.Tag{"nonce", hex.EncodeToString(nonce)})
 	return nostr.Event{Kind: KindHTTPAuth, CreatedAt: nostr.Timestamp(at.Unix()), Tags: tags}
 }
 

@@ -488,7 +488,10 @@ func serveAuth(ctx context.Context, cfg *config, store *qredis.Store, audit *sig
 	}
 	au := &httpapi.Auth{Tokens: store, Secret: k, Require: bool(cfg.RequireTokens) || !local, Audit: audit,
 		Owners: tokens.OwnersOf(personas), ClosedMark: filepath.Join(cfg.DataDir, "tokens.closed"),
-		History: func() bool { return audit.Holds(tokens.TypeToken) }, Logger: log}
+		Logger: log}
+	if audit != nil {
+		au.History = func() bool { return audit.Holds(tokens.TypeToken) }
+	}
 	svc := au.Service()
 	closed, err := svc.Closed(ctx)
 	if err != nil {
