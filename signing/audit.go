@@ -306,7 +306,12 @@ func (l *AuditLog) pushFrom(ctx context.Context, after uint64) error {
 		}
 		ok, err := l.opt.Store.AppendAudit(ctx, r.Seq, r.Prev, r.Hash, bytes.TrimSpace(line))
 		if err == nil && !ok {
-			err = fmt.Errorf("the store's head moved while seq %d was restored", r.Seq)
+			if h, herr := l.storeHash(ctx, r.Seq); herr == nil && h == r.Hash {
+				return true // another replica restored the same record
+			}
+			// Another replica restored its chain, or appended, meanwhile:
+			// the caller catches up on the new head and tries again.
+			err = fmt.Errorf("%w: the store's head moved while seq %d was restored", bot.ErrAuditConflict, r.Seq)
 		}
 		perr = err
 		return err == nil
@@ -416,7 +421,7 @@ func (l *AuditLog) append(ctx context.Context, r Record, reason string, commit f
 		return false, fmt.Errorf("audit log unusable until restart: %w", l.broken)
 	}
 	if l.fileSeq < l.seq {
-		if err := l.catchUp(ctx); err != nil {
+		if err := l.catchUp(ctx); err != nil && !errors.Is(err, bot.ErrAuditConflict) {
 			return false, err
 		}
 	}
@@ -476,7 +481,7 @@ func (l *AuditLog) append(ctx context.Context, r Record, reason string, commit f
 			if attempt == 50 {
 				return false, errors.New("audit store: the chain's head kept moving")
 			}
-			if err := l.catchUp(ctx); err != nil {
+			if err := l.catchUp(ctx); err != nil && !errors.Is(err, bot.ErrAuditConflict) {
 				return false, err
 			}
 			continue
