@@ -98,6 +98,9 @@ type AuditOptions struct {
 	// NoBatch commits each record on its own under the chain's lock even
 	// when the store could group-commit (to compare the two).
 	NoBatch bool
+	// OnCheckpoint is told each checkpoint this log signs (its line), with
+	// the log's lock held: it must not block (Witnesses.Checkpointed).
+	OnCheckpoint func(line []byte)
 }
 
 // AuditLog appends hash-chained records to a file (and to the shared
@@ -613,6 +616,23 @@ func (l *AuditLog) publish(line []byte) {
 	if os.WriteFile(tmp, append(line, '\n'), 0o600) == nil {
 		os.Rename(tmp, l.path+".checkpoint")
 	}
+	if l.opt.OnCheckpoint != nil {
+		l.opt.OnCheckpoint(line)
+	}
+}
+
+// CatchUp copies the store's records this log has not seen into its file.
+func (l *AuditLog) CatchUp(ctx context.Context) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.catchUp(ctx)
+}
+
+// HashAt is the hash of the file's record seq ("" when it has none).
+func (l *AuditLog) HashAt(seq uint64) string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return fileHashAt(l.path, seq)
 }
 
 // Checkpoint signs the head now if any record is not yet covered.

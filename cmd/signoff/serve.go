@@ -133,11 +133,19 @@ func serveWith(ctx context.Context, a *app, cfg *config) int {
 	if err := writeLocalPin(cfg, key, log); err != nil {
 		return a.fail(err)
 	}
-	audit, err := openAudit(ctx, a, cfg, key, store, log)
+	witnesses := auditWitnesses(cfg, store, key, personas, log)
+	audit, err := openAudit(ctx, a, cfg, key, store, witnesses, log)
 	if err != nil {
 		return a.fail(err)
 	}
-	defer audit.Close()
+	defer func() {
+		audit.Close()
+		// The last checkpoint (signed at close) reaches the witnesses too.
+		fctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		witnesses.Flush(fctx)
+		cancel()
+	}()
+	keeper.Also = append(keeper.Also, witnesses.Ready)
 	auth, err := serveAuth(ctx, cfg, store, audit, personas, log)
 	if err != nil {
 		return a.fail(err)
@@ -194,6 +202,8 @@ func serveWith(ctx context.Context, a *app, cfg *config) int {
 	// Tokens seen close this replica for good; none while they existed
 	// is TOKENS LOST (logged as it happens, /readyz fails).
 	go func() { defer wg.Done(); auth.Service().Watch(rctx, cfg.StoreCheck) }()
+	wg.Add(1)
+	go func() { defer wg.Done(); witnesses.Run(rctx, time.Second) }()
 	wg.Add(1)
 	// While it follows the token channel, authentication answers from
 	// what it read (quorum/redis, WatchTokens); while not, it reads Redis.
