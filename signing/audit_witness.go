@@ -14,6 +14,8 @@ import (
 	"time"
 
 	"github.com/nbd-wtf/go-nostr"
+
+	"github.com/signoff/signoff/bot"
 )
 
 // A witness keeps the newest signed checkpoint where the agent cannot
@@ -198,7 +200,7 @@ func (ws *Witnesses) Ready(context.Context) error {
 	ws.mu.Lock()
 	defer ws.mu.Unlock()
 	if ws.held != "" {
-		return errors.New(ws.held)
+		return bot.Errorf(bot.EUnavailable, "%s", ws.held)
 	}
 	return nil
 }
