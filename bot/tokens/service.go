@@ -115,7 +115,8 @@ type Service struct {
 	closed      atomic.Bool
 	storeMarked atomic.Bool
 	mu          sync.Mutex
-	lost        string // why Ready fails; "" while tokens are there
+	lost        string    // why Ready fails; "" while tokens are there
+	unmarkedAt  time.Time // when marked last said no
 }
 
 func (s *Service) now() time.Time {
@@ -254,11 +255,34 @@ func (s *Service) Closed(ctx context.Context) (bool, error) {
 	if err != nil {
 		return false, err
 	}
-	if any || s.marked(ctx) {
+	if any || s.markedRecently(ctx) {
 		s.markClosed(ctx)
 		return true, nil
 	}
 	return false, nil
+}
+
+// unmarkedFor is how long "no mark outside memory" is believed: an open
+// gateway's tokenless calls do not each read the file, the chain and the
+// store (a token made anywhere is seen by HasTokens at once).
+const unmarkedFor = time.Second
+
+// markedRecently is marked, its "no" kept for unmarkedFor.
+func (s *Service) markedRecently(ctx context.Context) bool {
+	now := time.Now()
+	s.mu.Lock()
+	fresh := now.Sub(s.unmarkedAt) < unmarkedFor
+	s.mu.Unlock()
+	if fresh {
+		return false
+	}
+	if s.marked(ctx) {
+		return true
+	}
+	s.mu.Lock()
+	s.unmarkedAt = now
+	s.mu.Unlock()
+	return false
 }
 
 // marked reports a closed mark outside memory: the file, the store's, the
