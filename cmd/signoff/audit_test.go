@@ -21,6 +21,7 @@ import (
 
 	"github.com/signoff/signoff/bot"
 	"github.com/signoff/signoff/bot/bottest"
+	qredis "github.com/signoff/signoff/quorum/redis"
 	"github.com/signoff/signoff/signing"
 )
 
@@ -339,7 +340,14 @@ func TestExportTakenWhileTheFleetWritesIsNoFalseAlarm(t *testing.T) {
 	url := startRedis(t)
 	owner, dataDir := auditSetup(t)
 	t.Setenv("SIGNOFF_REDIS_URL", url)
-	addr, stop := serveUntil(t)
+	addr, stopServe := serveUntil(t)
+	stopped := false
+	stop := func() {
+		if !stopped {
+			stopped = true
+			stopServe()
+		}
+	}
 	defer stop()
 	for i := range 2 {
 		if _, code := askAndAnswer(t, addr, owner, fmt.Sprint("deploy ", i)); code != http.StatusOK {
@@ -356,7 +364,6 @@ func TestExportTakenWhileTheFleetWritesIsNoFalseAlarm(t *testing.T) {
 			t.Fatalf("vote: %d", code)
 		}
 	}
-	time.Sleep(2500 * time.Millisecond) // a checkpoint by interval, and its witness
 	c, o, errs := cli("audit", "verify", out)
 	if c != 0 || !strings.Contains(o, "chain intact") || !strings.Contains(o, "export: held to its own head") || !strings.Contains(o, "grown since") {
 		t.Errorf("verify of an export while the fleet writes = %d %q %q; want ok, held to the export's head", c, o, errs)
@@ -372,6 +379,23 @@ func TestExportTakenWhileTheFleetWritesIsNoFalseAlarm(t *testing.T) {
 	}
 	// The gateway's own log, cut: the store's witness holds a later
 	// checkpoint (the agent removed the files beside the log).
+	rdb, err := qredis.Open(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rdb.Close()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		w, ok, _ := qredis.New(rdb, "signoff").AuditWitness().Newest(context.Background(), signerOf(t))
+		if ok && w.Seq > 3 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("no checkpoint past seq 3 witnessed in the store after 10s")
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	stop()
 	logPath := filepath.Join(dataDir, "audit.jsonl")
 	b, _ = os.ReadFile(logPath)
 	lines = bytes.SplitAfter(b, []byte("\n"))
@@ -381,4 +405,18 @@ func TestExportTakenWhileTheFleetWritesIsNoFalseAlarm(t *testing.T) {
 	if c, o, errs := cli("audit", "verify"); c != 1 || !strings.Contains(o, "the checkpoint witnessed by the store's witness") || !strings.Contains(o, "record(s) missing") {
 		t.Errorf("cut log vs the store's witness = %d %q %q", c, o, errs)
 	}
+}
+
+// signerOf is the gateway key (hex) of the data dir SIGNOFF_DATA_DIR names.
+func signerOf(t *testing.T) string {
+	t.Helper()
+	cfg, err := loadConfig()
+	if err != nil {
+		t.Fatal(err)
+	}
+	k, err := auditSigner(cfg, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return k
 }

@@ -62,7 +62,10 @@ func TestAgentCannotCutTheAuditUnseen(t *testing.T) {
 	}
 	r := f.start()
 	f.submit(t, r, "echo one")
-	time.Sleep(1600 * time.Millisecond) // a checkpoint by interval
+	eventually(t, 10*time.Second, "a checkpoint by interval", func() bool {
+		b, _ := os.ReadFile(r.audit)
+		return bytes.Contains(b, []byte(`"type":"checkpoint"`))
+	})
 	for _, a := range []string{"echo two", "echo three", "echo four"} {
 		f.submit(t, r, a)
 	}
