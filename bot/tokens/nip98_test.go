@@ -110,3 +110,28 @@ func FuzzParseHTTPAuth(f *testing.F) {
 		}
 	})
 }
+
+// BenchmarkParseHTTPAuth is a person's signed call checked, beside its
+// floor: the event's id and BIP-340 signature alone (signing.VerifyEvent).
+// What ParseHTTPAuth adds (base64, tags, URL, payload hash) is the gap.
+func BenchmarkParseHTTPAuth(b *testing.B) {
+	k := signing.NewKey()
+	call := tokens.Call{Method: "POST", URL: callURL, Body: body}
+	now := time.Now()
+	h := signed(b, k, tokens.HTTPAuthEvent(call, now))
+	raw, _ := base64.StdEncoding.DecodeString(strings.TrimPrefix(h, "Nostr "))
+	b.Run("floor-verify-event", func(b *testing.B) {
+		for b.Loop() {
+			if _, err := signing.VerifyEvent(raw); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("parse-http-auth", func(b *testing.B) {
+		for b.Loop() {
+			if _, err := tokens.ParseHTTPAuth(h, call, now); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}
