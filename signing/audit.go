@@ -98,6 +98,9 @@ type AuditOptions struct {
 	// NoBatch commits each record on its own under the chain's lock even
 	// when the store could group-commit (to compare the two).
 	NoBatch bool
+	// OnCheckpoint is told each checkpoint this log signs (its line), with
+	// the log's lock held: it must not block (Witnesses.Checkpointed).
+	OnCheckpoint func(line []byte)
 }
 
 // AuditLog appends hash-chained records to a file (and to the shared
@@ -122,6 +125,7 @@ type AuditLog struct {
 	size      int64 // the file's length
 	broken    error // a line could not be taken back: refuse all
 	rejoining bool
+	types     map[string]bool // record types the chain held (for Holds)
 
 	batcher bot.AuditBatcher // set when the store can group-commit
 	qmu     sync.Mutex       // guards queue and leading (taken after mu)
@@ -185,6 +189,7 @@ func (l *AuditLog) recover(ctx context.Context) error {
 			"keep that file as evidence, move it aside and start again (see `signoff audit verify %s`)", l.path, rep.Break, l.path)
 	}
 	l.seq, l.prev, l.covered = rep.Last, rep.Head, rep.Covered
+	l.types = rep.Types
 	var storeSeq uint64
 	if l.opt.Store != nil {
 		var err error
@@ -304,7 +309,12 @@ func (l *AuditLog) pushFrom(ctx context.Context, after uint64) error {
 		}
 		ok, err := l.opt.Store.AppendAudit(ctx, r.Seq, r.Prev, r.Hash, bytes.TrimSpace(line))
 		if err == nil && !ok {
-			err = fmt.Errorf("the store's head moved while seq %d was restored", r.Seq)
+			if h, herr := l.storeHash(ctx, r.Seq); herr == nil && h == r.Hash {
+				return true // another replica restored the same record
+			}
+			// Another replica restored its chain, or appended, meanwhile:
+			// the caller catches up on the new head and tries again.
+			err = fmt.Errorf("%w: the store's head moved while seq %d was restored", bot.ErrAuditConflict, r.Seq)
 		}
 		perr = err
 		return err == nil
@@ -414,7 +424,7 @@ func (l *AuditLog) append(ctx context.Context, r Record, reason string, commit f
 		return false, fmt.Errorf("audit log unusable until restart: %w", l.broken)
 	}
 	if l.fileSeq < l.seq {
-		if err := l.catchUp(ctx); err != nil {
+		if err := l.catchUp(ctx); err != nil && !errors.Is(err, bot.ErrAuditConflict) {
 			return false, err
 		}
 	}
@@ -474,7 +484,7 @@ func (l *AuditLog) append(ctx context.Context, r Record, reason string, commit f
 			if attempt == 50 {
 				return false, errors.New("audit store: the chain's head kept moving")
 			}
-			if err := l.catchUp(ctx); err != nil {
+			if err := l.catchUp(ctx); err != nil && !errors.Is(err, bot.ErrAuditConflict) {
 				return false, err
 			}
 			continue
@@ -483,6 +493,9 @@ func (l *AuditLog) append(ctx context.Context, r Record, reason string, commit f
 			return false, err
 		}
 		l.seq, l.prev, l.fileSeq, l.fileHash = r.Seq, r.Hash, r.Seq, r.Hash
+		if !l.types[r.Type] {
+			l.types[r.Type] = true
+		}
 		if r.Type == TypeCheckpoint {
 			l.covered, l.oldest = r.Seq, time.Time{}
 			l.publish(line)
@@ -579,6 +592,7 @@ func (l *AuditLog) catchUp(ctx context.Context) error {
 			}
 			seq, prev = r.Seq, r.Hash
 			l.fileSeq, l.fileHash, l.seq, l.prev = seq, prev, seq, prev
+			l.types[r.Type] = true
 			if r.Type == TypeCheckpoint {
 				l.covered = r.Seq
 			}
@@ -602,6 +616,23 @@ func (l *AuditLog) publish(line []byte) {
 	if os.WriteFile(tmp, append(line, '\n'), 0o600) == nil {
 		os.Rename(tmp, l.path+".checkpoint")
 	}
+	if l.opt.OnCheckpoint != nil {
+		l.opt.OnCheckpoint(line)
+	}
+}
+
+// CatchUp copies the store's records this log has not seen into its file.
+func (l *AuditLog) CatchUp(ctx context.Context) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.catchUp(ctx)
+}
+
+// HashAt is the hash of the file's record seq ("" when it has none).
+func (l *AuditLog) HashAt(seq uint64) string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return fileHashAt(l.path, seq)
 }
 
 // Checkpoint signs the head now if any record is not yet covered.
@@ -659,6 +690,15 @@ func (l *AuditLog) Close() error {
 	}
 	l.f = nil
 	return err
+}
+
+// Holds reports whether the chain, as this log has read or written it
+// since it opened, holds a record of type typ (a token made: the API is
+// closed for good).
+func (l *AuditLog) Holds(typ string) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.types[typ]
 }
 
 // Head is the chain's last record as this log knows it.

@@ -36,8 +36,32 @@ type VerifyOptions struct {
 	// CLI always names the key).
 	Signer string
 	// Expect are heads the chain must contain (same seq, same hash); a
-	// chain that ends before one of them is truncated.
+	// chain that ends before one of them is truncated, and one whose
+	// record at a head's seq differs is a fork.
 	Expect []Head
+	// Export accepts an export's trailer (ExportTrailer) as the last
+	// line: the chain must reach the head it names, and heads beyond it
+	// are newer than the export, not missing from it.
+	Export bool
+}
+
+// ExportTrailer is the last line `signoff audit export` writes: the head
+// as of the export. It is not a record (nothing signs it); it says where
+// the export ends, so a fleet that kept writing since does not make the
+// export look cut.
+type ExportTrailer struct {
+	Export struct {
+		Seq  uint64 `json:"seq"`
+		Hash string `json:"hash"`
+		At   string `json:"at"`
+	} `json:"export"`
+}
+
+// Missing is an expected head the chain does not reach.
+type Missing struct {
+	Source  string
+	Seq     uint64 // the head's seq
+	Records uint64 // how many records the chain lacks to reach it
 }
 
 // AuditReport is what VerifyChain found.
@@ -52,15 +76,28 @@ type AuditReport struct {
 	CoveredEnd  int64
 	Uncovered   int // records after the last checkpoint
 	Signer      string
-	Tears       []ChainError // lines that are not records, skipped
-	TornTail    bool         // the input does not end with a newline
-	Break       *ChainError  // the first break; nothing after it is trusted
-	Truncated   []string     // expected heads the chain does not reach
-	Err         error        // reading failed
+	Types       map[string]bool // the record types the chain holds
+	Tears       []ChainError    // lines that are not records, skipped
+	TornTail    bool            // the input does not end with a newline
+	Break       *ChainError     // the first break; nothing after it is trusted
+	Truncated   []string        // expected heads the chain does not reach
+	Err         error           // reading failed
+	Missing     []Missing       // Truncated, as data
+	// Fork is the first record that differs from an expected head at its
+	// seq; SignedFork says a checkpoint of this chain covers it (two
+	// different records at one height, both under the gateway's key).
+	Fork       *ChainError
+	SignedFork bool
+	// Export is the trailer's head (nil: none); Newer are expected heads
+	// beyond it (written after the export).
+	Export *Head
+	Newer  []Head
 }
 
 // OK reports a chain with no break and no truncation.
-func (r *AuditReport) OK() bool { return r.Break == nil && len(r.Truncated) == 0 && r.Err == nil }
+func (r *AuditReport) OK() bool {
+	return r.Break == nil && len(r.Truncated) == 0 && r.Fork == nil && r.Err == nil
+}
 
 // eachLine calls fn with every line of r (without its newline), its
 // 1-based number and the offset just after it, until fn returns false.
@@ -93,7 +130,7 @@ func eachLine(r io.Reader, fn func(n int, line []byte, end int64) bool) (untermi
 // reported and skipped: the records after it must link to the last good
 // one. It stops at the first break.
 func VerifyChain(r io.Reader, opt VerifyOptions) *AuditReport {
-	rep := &AuditReport{Head: genesis, CoveredHash: genesis, Signer: opt.Signer}
+	rep := &AuditReport{Head: genesis, CoveredHash: genesis, Signer: opt.Signer, Types: map[string]bool{}}
 	expect := map[uint64][]Head{}
 	for _, h := range opt.Expect {
 		expect[h.Seq] = append(expect[h.Seq], h)
@@ -108,6 +145,16 @@ func VerifyChain(r io.Reader, opt VerifyOptions) *AuditReport {
 		if len(bytes.TrimSpace(b)) == 0 {
 			rep.Tears = append(rep.Tears, ChainError{Line: line, Seq: seq + 1, Reason: "empty line"})
 			return true
+		}
+		if rep.Export != nil {
+			return fail(seq+1, "a line after the export's trailer")
+		}
+		if opt.Export && bytes.HasPrefix(bytes.TrimSpace(b), []byte(`{"export":`)) {
+			var tr ExportTrailer
+			if json.Unmarshal(b, &tr) == nil {
+				rep.Export = &Head{Seq: tr.Export.Seq, Hash: tr.Export.Hash, Source: "the export's own head (" + tr.Export.At + ")"}
+				return true
+			}
 		}
 		var rec Record
 		if err := json.Unmarshal(b, &rec); err != nil {
@@ -155,12 +202,13 @@ func VerifyChain(r io.Reader, opt VerifyOptions) *AuditReport {
 			rep.Uncovered++
 		}
 		for _, h := range expect[rec.Seq] {
-			if h.Hash != rec.Hash {
-				return fail(rec.Seq, "differs from %s at this seq (the chain was replaced)", h.Source)
+			if h.Hash != rec.Hash && rep.Fork == nil {
+				rep.Fork = &ChainError{Line: line, Seq: rec.Seq, Reason: fmt.Sprintf("differs from %s at this seq", h.Source)}
 			}
 			seen[rec.Seq] = true
 		}
 		prev, seq = rec.Hash, rec.Seq
+		rep.Types[rec.Type] = true
 		rep.Records++
 		rep.Last, rep.Head, rep.End = rec.Seq, rec.Hash, end
 		return true
@@ -170,14 +218,39 @@ func VerifyChain(r io.Reader, opt VerifyOptions) *AuditReport {
 		return rep
 	}
 	rep.TornTail = unterminated
-	if rep.Break == nil {
-		for _, h := range opt.Expect {
-			if h.Seq > 0 && !seen[h.Seq] {
-				rep.Truncated = append(rep.Truncated, fmt.Sprintf("the chain ends at seq %d but %s is at seq %d (records were cut off)", rep.Last, h.Source, h.Seq))
-			}
+	if rep.Fork != nil {
+		rep.SignedFork = rep.Covered >= rep.Fork.Seq
+	}
+	if rep.Break != nil {
+		return rep
+	}
+	for _, h := range opt.Expect {
+		switch {
+		case h.Seq == 0 || seen[h.Seq]:
+		case rep.Export != nil && h.Seq > rep.Export.Seq:
+			rep.Newer = append(rep.Newer, h)
+		default:
+			rep.missing(h)
+		}
+	}
+	if e := rep.Export; e != nil && (e.Seq != rep.Last || e.Hash != rep.Head) {
+		if e.Seq > rep.Last {
+			rep.missing(*e)
+		} else {
+			rep.Truncated = append(rep.Truncated, fmt.Sprintf("the chain goes on to seq %d, past where %s says it ends (seq %d)", rep.Last, e.Source, e.Seq))
 		}
 	}
 	return rep
+}
+
+// missing records h as a head the chain does not reach.
+func (r *AuditReport) missing(h Head) {
+	n := uint64(0)
+	if h.Seq > r.Last {
+		n = h.Seq - r.Last
+	}
+	r.Missing = append(r.Missing, Missing{Source: h.Source, Seq: h.Seq, Records: n})
+	r.Truncated = append(r.Truncated, fmt.Sprintf("the chain ends at seq %d but %s is at seq %d: %d record(s) missing (records were cut off)", r.Last, h.Source, h.Seq, n))
 }
 
 // VerifyAudit checks a log as VerifyChain does, held to signer (or, when

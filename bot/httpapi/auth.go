@@ -6,15 +6,14 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"log/slog"
 	"net"
 	"net/http"
 	"net/netip"
-	"os"
 	"slices"
 	"sort"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"golang.org/x/time/rate"
@@ -29,9 +28,12 @@ import (
 type Access struct {
 	kind   accessKind
 	scopes []tokens.Scope // any one of them suffices
-	// first: with no token in the store, a loopback caller may come
-	// without one (to create the first token under SIGNOFF_REQUIRE_TOKENS).
-	first bool
+}
+
+// person reports whether a person's signed call (NIP-98) may stand in for
+// a token: on the routes an admin token may call.
+func (a Access) person() bool {
+	return a.kind == accessToken && slices.Contains(a.scopes, tokens.Admin)
 }
 
 type accessKind int
@@ -79,9 +81,6 @@ func (a Access) String() string {
 	case accessSigned:
 		return "signed body"
 	case accessToken:
-		if a.first {
-			return tokens.Join(a.scopes) + " (the first token: none, from loopback)"
-		}
 		return tokens.Join(a.scopes)
 	}
 	return "none"
@@ -130,47 +129,81 @@ func (s *Server) Routes() []Route {
 // TokenStore is what authentication needs from the store. Nothing is
 // cached here: the store answers each call, from Redis or from what it
 // remembers only while it hears of every change (quorum/redis: a token
-// revoked or a first one made on any replica holds on the others as the
-// change's message reaches them).
+// revoked or made on any replica holds on the others as the change's
+// message reaches them).
 type TokenStore interface {
-	tokens.Lookup
-	// HasTokens reports whether any token exists.
-	HasTokens(ctx context.Context) (bool, error)
+	tokens.Store
 	// TouchToken records that the token was used at at.
 	TouchToken(ctx context.Context, id string, at time.Time) error
-	// CreateToken stores a new token (EConflict when the name is taken).
-	CreateToken(ctx context.Context, t *tokens.Token) error
-	// CreateFirstToken stores a new token only if none exists, in one
-	// step (EUnauthorized when one does): what a call without a token
-	// may make.
-	CreateFirstToken(ctx context.Context, t *tokens.Token) error
-	// Tokens lists every token by name.
-	Tokens(ctx context.Context) ([]*tokens.Token, error)
-	// RevokeToken removes a token by name (ENotFound when none).
-	RevokeToken(ctx context.Context, name string) (*tokens.Token, error)
 }
 
-// Auth authenticates the API's callers.
+// Auth authenticates the API's callers. No call without a token or a
+// person's signature ever makes a token: the tokens service
+// (tokens.Service) holds those rules, and Service returns the one this
+// Auth uses.
 type Auth struct {
 	Tokens TokenStore
 	Secret tokens.Secret
 	// Require refuses calls without a token even on loopback with no
 	// token created (SIGNOFF_REQUIRE_TOKENS).
 	Require bool
-	// Audit, when set, records every 401 and 403.
+	// Audit, when set, records every 401 and 403, and every token made
+	// or revoked.
 	Audit bot.Auditor
-	// ClosedMark is a file (in the gateway's data dir) written once any
-	// token exists. While it exists the API stays closed to callers
-	// without a token even if the store holds none: a Redis emptied by a
-	// restart, a flush or the embedded store's exit must not reopen the
-	// API to an agent on loopback, which could then mint itself an admin
-	// token. "": no mark (tests).
+	// Owners are the persona owners whose signed calls (NIP-98) are a
+	// person's admin calls; nil: none are.
+	Owners tokens.Owners
+	// ClosedMark is the file in the gateway's data dir written once any
+	// token exists ("": none, tests); History reports a token record in
+	// the audit chain. See tokens.Service.
 	ClosedMark string
+	History    func() bool
+	Logger     *slog.Logger
 
-	closed atomic.Bool
+	svcOnce sync.Once
+	svc     *tokens.Service
 
-	once  sync.Once
-	fails *clientTable // client address → its allowance of bad tokens
+	once    sync.Once
+	fails   *clientTable // client address → its allowance of bad tokens
+	replays replaySet    // NIP-98 events already used
+}
+
+// Service is the tokens service this Auth's API calls (made on first use
+// from the Auth's fields).
+func (au *Auth) Service() *tokens.Service {
+	au.svcOnce.Do(func() {
+		au.svc = &tokens.Service{Store: au.Tokens, Secret: au.Secret, Owners: au.Owners, Audit: au.Audit,
+			History: au.History, ClosedMark: au.ClosedMark, Logger: au.Logger}
+	})
+	return au.svc
+}
+
+// replaySet remembers the NIP-98 events used within their window, so a
+// signed call seen on the wire cannot be sent again.
+type replaySet struct {
+	mu   sync.Mutex
+	seen map[string]time.Time
+}
+
+// use reports whether id is new, and remembers it until until.
+func (rs *replaySet) use(id string, now, until time.Time) bool {
+	rs.mu.Lock()
+	defer rs.mu.Unlock()
+	if rs.seen == nil {
+		rs.seen = map[string]time.Time{}
+	}
+	if len(rs.seen) > 1000 {
+		for k, t := range rs.seen {
+			if now.After(t) {
+				delete(rs.seen, k)
+			}
+		}
+	}
+	if t, ok := rs.seen[id]; ok && !now.After(t) {
+		return false
+	}
+	rs.seen[id] = until
+	return true
 }
 
 // Bad tokens allowed per client address (IPv6: per /64) before it gets
@@ -184,11 +217,21 @@ const (
 
 type tokenKey struct{}
 
+type personKey struct{}
+
 // TokenFrom returns the token the call was made with; nil when the
-// gateway is open (loopback, no token created yet).
+// gateway is open (loopback, no token created yet) or a person signed it.
 func TokenFrom(ctx context.Context) *tokens.Token {
 	t, _ := ctx.Value(tokenKey{}).(*tokens.Token)
 	return t
+}
+
+// CallerFrom is who made the call: its token, or the person who signed it.
+func CallerFrom(ctx context.Context) tokens.Caller {
+	if c, ok := ctx.Value(personKey{}).(tokens.Caller); ok {
+		return c
+	}
+	return tokens.Caller{Token: TokenFrom(ctx)}
 }
 
 // AllowPersona returns a 403 error when the call's token is bound to
@@ -225,10 +268,11 @@ func (s *Server) authorize(m *Mux) http.Handler {
 			}
 			return
 		}
-		t, err := s.authenticate(r)
-		if err != nil && a.first && s.firstToken(r) {
-			t, err = nil, nil
+		if tokens.IsHTTPAuth(r.Header.Get("Authorization")) {
+			s.personCall(w, r, m, a)
+			return
 		}
+		t, err := s.authenticate(r)
 		// The allowance spent is the token's only once it verified; a bad
 		// or no token spends its address's.
 		var verified *tokens.Token
@@ -256,6 +300,68 @@ func (s *Server) authorize(m *Mux) http.Handler {
 		}
 		m.mux.ServeHTTP(w, r)
 	})
+}
+
+// personCall lets in an admin call a person signed (NIP-98): the event
+// must say this call (URL, method, body), now, be signed by an owner of a
+// loaded persona, and not have been used before.
+func (s *Server) personCall(w http.ResponseWriter, r *http.Request, m *Mux, a Access) {
+	fail := func(err error) {
+		if !s.limited(w, r, nil) {
+			s.refuse(w, r, nil, a, err)
+		}
+	}
+	if !a.person() {
+		fail(bot.Errorf(bot.EUnauthorized, "NIP-98 authorization: a person's signature stands in for an admin token only on admin routes; this one needs a token with scope %s", tokens.Join(a.scopes)))
+		return
+	}
+	if s.Auth == nil || s.Auth.Tokens == nil {
+		fail(bot.Errorf(bot.EUnauthorized, "this gateway has no tokens configured"))
+		return
+	}
+	var body []byte
+	if r.Body != nil && r.Body != http.NoBody {
+		raw, err := io.ReadAll(http.MaxBytesReader(w, r.Body, MaxBody))
+		if err != nil {
+			s.fail(w, r, bodyError(err))
+			return
+		}
+		body = raw
+		r.Body = io.NopCloser(bytes.NewReader(raw))
+	}
+	now := s.now()
+	proof, err := tokens.ParseHTTPAuth(r.Header.Get("Authorization"), tokens.Call{Method: r.Method, URL: callURL(r), Body: body}, now)
+	if err != nil {
+		fail(err)
+		return
+	}
+	c, err := s.Auth.Service().Person(r.Context(), proof)
+	if err != nil {
+		fail(err)
+		return
+	}
+	var ev struct {
+		ID string `json:"id"`
+	}
+	json.Unmarshal(proof.Event, &ev)
+	if !s.Auth.replays.use(ev.ID, now, now.Add(2*tokens.HTTPAuthWindow)) {
+		fail(bot.Errorf(bot.EUnauthorized, "NIP-98 authorization: this signed call was already used; sign it again"))
+		return
+	}
+	if s.limited(w, r, nil) {
+		return
+	}
+	m.mux.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), personKey{}, c)))
+}
+
+// callURL is the absolute URL the caller asked for, as a NIP-98 event
+// names it.
+func callURL(r *http.Request) string {
+	scheme := "http"
+	if r.TLS != nil {
+		scheme = "https"
+	}
+	return scheme + "://" + r.Host + r.URL.RequestURI()
 }
 
 // presented is the verified token a call to a route that needs none
@@ -288,12 +394,12 @@ func (s *Server) authenticate(r *http.Request) (*tokens.Token, error) {
 		if au.Require {
 			return nil, tokens.ErrNoToken
 		}
-		shut, err := au.Closed(r.Context())
+		shut, err := au.Service().Closed(r.Context())
 		if err != nil {
 			return nil, err
 		}
 		if shut {
-			return nil, au.noTokenError(r.Context())
+			return nil, au.noTokenError()
 		}
 		return nil, nil
 	}
@@ -313,76 +419,11 @@ func (s *Server) touch(r *http.Request, t *tokens.Token) {
 	}
 }
 
-// firstToken reports whether r may create the first token without one:
-// it carries none, comes from loopback, and the store holds no token at
-// all. Not "no admin token": an agent on this machine holding a lesser
-// token could otherwise mint itself an admin one.
-func (s *Server) firstToken(r *http.Request) bool {
-	if r.Header.Get("Authorization") != "" || !loopback(r) || s.Auth == nil || s.Auth.Tokens == nil {
-		return false
-	}
-	shut, err := s.Auth.Closed(r.Context())
-	return err == nil && !shut
-}
-
-// Closed reports whether callers without a token are refused because a
-// token exists, or existed once (ClosedMark), on this gateway.
-func (au *Auth) Closed(ctx context.Context) (bool, error) {
-	if au.closed.Load() {
-		return true, nil
-	}
-	any, err := au.Tokens.HasTokens(ctx)
-	if err != nil {
-		return false, err
-	}
-	if any {
-		au.markClosed()
-		return true, nil
-	}
-	if au.ClosedMark != "" {
-		if _, err := os.Stat(au.ClosedMark); err == nil {
-			au.closed.Store(true)
-			return true, nil
-		}
-	}
-	return false, nil
-}
-
-// Lost reports a store that holds no token although this gateway had
-// some (ClosedMark exists): its tokens were lost with the store.
-func (au *Auth) Lost(ctx context.Context) bool {
-	if au.ClosedMark == "" {
-		return false
-	}
-	if _, err := os.Stat(au.ClosedMark); err != nil {
-		return false
-	}
-	any, err := au.Tokens.HasTokens(ctx)
-	return err == nil && !any
-}
-
-// markClosed remembers, in memory and in ClosedMark, that a token exists.
-func (au *Auth) markClosed() {
-	if au.closed.Swap(true) || au.ClosedMark == "" {
-		return
-	}
-	if _, err := os.Stat(au.ClosedMark); err == nil {
-		return
-	}
-	_ = os.WriteFile(au.ClosedMark, []byte(closedMarkText), 0o600)
-}
-
-const closedMarkText = `This gateway has had API tokens. While this file exists, callers without
-a token are refused even if the store holds no token (an emptied Redis must
-not reopen the API to the agent). To let a first admin token be made from
-this machine again, a person deletes this file and restarts the gateway.
-`
-
 // noTokenError is ErrNoToken, or, when the store lost its tokens, what
 // happened and what a person can do.
-func (au *Auth) noTokenError(ctx context.Context) error {
-	if au.Lost(ctx) {
-		return bot.Errorf(bot.EUnauthorized, "this gateway requires a token, and its store holds none although it had some (Redis emptied or restarted without persistence?): restore the store, or make an admin token on it directly (SIGNOFF_REDIS_URL=… signoff tokens create --name me --scopes admin), or delete %s and restart the gateway to make a first token from this machine", au.ClosedMark)
+func (au *Auth) noTokenError() error {
+	if au.Service().Lost() != "" {
+		return bot.Errorf(bot.EUnauthorized, "this gateway requires a token, and its store holds none although it had some (Redis emptied or restarted without persistence?): a person makes a new one with their key (signoff tokens create --name me --scopes admin), or restores the store")
 	}
 	return tokens.ErrNoToken
 }
@@ -472,6 +513,9 @@ func (s *Server) refuse(w http.ResponseWriter, r *http.Request, t *tokens.Token,
 	}
 	if code == bot.EUnauthorized {
 		w.Header().Set("WWW-Authenticate", `Bearer realm="signoff"`)
+		if a.person() {
+			w.Header().Add("WWW-Authenticate", `Nostr realm="signoff"`)
+		}
 	}
 	s.fail(w, r, err)
 }

@@ -43,7 +43,7 @@ var wantAccess = map[string]string{
 	"POST /slack/events":              "signed body",
 	"POST /slack/interactions":        "signed body",
 	"POST /discord/interactions":      "signed body",
-	"POST /v1/tokens":                 "admin (the first token: none, from loopback)",
+	"POST /v1/tokens":                 "admin",
 	"GET /v1/tokens":                  "admin",
 	"DELETE /v1/tokens/{name}":        "admin",
 
@@ -63,6 +63,7 @@ var wantAccess = map[string]string{
 }
 
 type authFixture struct {
+	alice bottest.Person // owns the personas: her signed calls are a person's
 	env   *bottest.Env
 	api   *httpapi.Server
 	srv   *httptest.Server
@@ -84,7 +85,7 @@ func authSetup(t testing.TB) *authFixture {
 		t.Fatal(err)
 	}
 	env.Gateway.Classifier = risk.Default()
-	f := &authFixture{env: env}
+	f := &authFixture{env: env, alice: alice}
 	ok := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(http.StatusNoContent) })
 	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
 	netsvc := &netpolicy.Service{Gateway: env.Gateway, Store: env.Store, Decisions: env.Store.WatchFinal, Audit: env.Audit, Logger: quiet}
@@ -106,7 +107,7 @@ func authSetup(t testing.TB) *authFixture {
 	f.api = &httpapi.Server{
 		Gateway: env.Gateway, Ready: env.Store.Ping, Metrics: ok,
 		Extra:        map[string]http.Handler{"POST /slack/events": ok, "POST /slack/interactions": ok, "POST /discord/interactions": ok},
-		Auth:         &httpapi.Auth{Tokens: env.Store, Secret: tokens.NewSecret(), Audit: env.Audit},
+		Auth:         &httpapi.Auth{Tokens: env.Store, Secret: tokens.NewSecret(), Audit: env.Audit, Owners: tokens.OwnersOf([]bot.Persona{persona("demo"), persona("other")}), Logger: quiet},
 		Network:      netsvc,
 		Classifier:   risk.Default(),
 		Logger:       quiet,

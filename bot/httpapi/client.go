@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/signoff/signoff/bot"
+	"github.com/signoff/signoff/bot/tokens"
 )
 
 // Client reaches a gateway's API. It implements bot.Service.
@@ -25,6 +26,9 @@ type Client struct {
 	WithdrawOnDisconnect bool
 	// Token, when set, is sent as "Authorization: Bearer <Token>".
 	Token string
+	// Person, when set, signs each call as the person (NIP-98: it returns
+	// the Authorization header for the call); it is sent instead of Token.
+	Person func(ctx context.Context, call tokens.Call) (string, error)
 	// OnRetry, when set, is told before each wait of a call the gateway
 	// refused with 429: how long, and the gateway's message.
 	OnRetry func(wait time.Duration, msg string)
@@ -177,7 +181,14 @@ func (c *Client) send(ctx context.Context, method, path, contentType string, bod
 	if body != nil {
 		req.Header.Set("Content-Type", contentType)
 	}
-	if c.Token != "" {
+	switch {
+	case c.Person != nil:
+		h, err := c.Person(ctx, tokens.Call{Method: method, URL: c.BaseURL + path, Body: body})
+		if err != nil {
+			return nil, nil, err
+		}
+		req.Header.Set("Authorization", h)
+	case c.Token != "":
 		req.Header.Set("Authorization", "Bearer "+c.Token)
 	}
 	hc := c.HTTP

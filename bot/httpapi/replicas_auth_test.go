@@ -24,11 +24,14 @@ type replica struct {
 	cmds  *bottest.Commands
 }
 
+// fleetOwner owns the replicas' persona: her signed calls make tokens.
+var fleetOwner = bottest.NewPerson("alice")
+
 // replicas starts n gateways on one Redis, sharing a token secret, open
 // on loopback until a token exists unless require.
 func replicas(t *testing.T, rs *bottest.Server, n int, require bool) []replica {
 	t.Helper()
-	p := bot.Persona{Name: "demo", Owner: &bot.Person{Name: "alice", Identities: []bot.Identity{bottest.NewPerson("alice").Identity()}}, Timeout: time.Minute}
+	p := bot.Persona{Name: "demo", Owner: &bot.Person{Name: "alice", Identities: []bot.Identity{fleetOwner.Identity()}}, Timeout: time.Minute}
 	secret := tokens.NewSecret()
 	var out []replica
 	for range n {
@@ -36,7 +39,7 @@ func replicas(t *testing.T, rs *bottest.Server, n int, require bool) []replica {
 		cmds := &bottest.Commands{}
 		rdb.AddHook(cmds)
 		env := bottest.NewOn(t, rdb, rs.Prefix, p, nil)
-		api := &httpapi.Server{Gateway: env.Gateway, Auth: &httpapi.Auth{Tokens: env.Store, Secret: secret, Require: require, Audit: env.Audit}}
+		api := &httpapi.Server{Gateway: env.Gateway, Auth: &httpapi.Auth{Tokens: env.Store, Secret: secret, Require: require, Audit: env.Audit, Owners: tokens.OwnersOf([]bot.Persona{p})}}
 		srv := httptest.NewServer(api.Handler())
 		t.Cleanup(srv.Close)
 		followTokens(t, env.Store)
@@ -123,8 +126,8 @@ func TestRevocationOnOneReplicaIsRefusedOnTheOthers(t *testing.T) {
 			rs := bottest.Start(t, backend)
 			reps := replicas(t, rs, 2, true)
 			a, b := reps[0], reps[1]
-			// The first token, from loopback with none in the store, on replica A.
-			status, _, raw := call(t, a.url, "POST", "/v1/tokens", "", `{"name":"admin","scopes":["admin"]}`)
+			// The first token, made by the persona's owner, on replica A.
+			status, _, raw := personCall(t, a.url, "POST", "/v1/tokens", fleetOwner.Key, `{"name":"admin","scopes":["admin"]}`, nil)
 			if status != 201 {
 				t.Fatalf("first token: %d %s", status, raw)
 			}
@@ -172,7 +175,7 @@ func TestFirstTokenClosesEveryReplica(t *testing.T) {
 				a.fromMemory(t, "")
 				b.fromMemory(t, "")
 				if through == "replica A" {
-					if status, _, raw := call(t, a.url, "POST", "/v1/tokens", "", `{"name":"me","scopes":["admin"]}`); status != 201 {
+					if status, _, raw := personCall(t, a.url, "POST", "/v1/tokens", fleetOwner.Key, `{"name":"me","scopes":["admin"]}`, nil); status != 201 {
 						t.Fatalf("first token on A: %d %s", status, raw)
 					}
 				} else {
@@ -258,18 +261,18 @@ func TestAgentWithATokenCannotMintAnAdminToken(t *testing.T) {
 
 func TestFirstTokenMustCarryAdmin(t *testing.T) {
 	f := authSetup(t)
-	status, e, raw := f.call(t, "POST", "/v1/tokens", "", `{"name":"agent","scopes":["request"]}`)
+	status, e, raw := personCall(t, f.srv.URL, "POST", "/v1/tokens", f.alice.Key, `{"name":"agent","scopes":["request"]}`, nil)
 	if status != 400 || e.Code != bot.EInvalid {
 		t.Errorf("a first token without admin: %d %s", status, raw)
 	}
-	status, _, raw = f.call(t, "POST", "/v1/tokens", "", `{"name":"me","scopes":["admin"],"expires":"30d"}`)
+	status, _, raw = personCall(t, f.srv.URL, "POST", "/v1/tokens", f.alice.Key, `{"name":"me","scopes":["admin"],"expires":"30d"}`, nil)
 	var out httpapi.CreatedToken
 	json.Unmarshal([]byte(raw), &out)
 	if status != 201 || out.Token == "" || out.Record.Expires.IsZero() {
 		t.Fatalf("first admin token: %d %s", status, raw)
 	}
 	recs := auditRecords(t, f.env.AuditPath, "token")
-	if len(recs) != 1 || recs[0]["action"] != "created" || recs[0]["by"] != "loopback, before any token existed" {
+	if len(recs) != 1 || recs[0]["action"] != "created" || recs[0]["by"] != f.alice.Key.Npub()+" (owner of persona demo, NIP-98)" {
 		t.Errorf("token audit: %v", recs)
 	}
 	if raw := mustJSON(recs); contains(raw, out.Token) || contains(raw, "hash") {

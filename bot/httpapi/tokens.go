@@ -4,24 +4,20 @@ import (
 	"context"
 	"fmt"
 	"net/http"
-	"slices"
 	"strings"
-	"time"
 
 	"github.com/signoff/signoff/bot"
 	"github.com/signoff/signoff/bot/permissions"
 	"github.com/signoff/signoff/bot/tokens"
 )
 
-// tokenRoutes are the admin endpoints for tokens. Creating the first
-// token needs none (from loopback, while the store holds no token).
+// tokenRoutes are the admin endpoints for tokens: an admin token, or a
+// persona owner's signed call (NIP-98), and nothing else, may make one.
 func (s *Server) tokenRoutes(mux *Mux) {
 	if s.Auth == nil || s.Auth.Tokens == nil {
 		return
 	}
-	first := Needs(tokens.Admin)
-	first.first = true
-	mux.HandleFunc("POST /v1/tokens", first, s.createToken)
+	mux.HandleFunc("POST /v1/tokens", Needs(tokens.Admin), s.createToken)
 	mux.HandleFunc("GET /v1/tokens", Needs(tokens.Admin), s.listTokens)
 	mux.HandleFunc("DELETE /v1/tokens/{name}", Needs(tokens.Admin), s.revokeToken)
 	// Any valid token may read its own record: how the egress proxy can
@@ -105,36 +101,17 @@ func (s *Server) createToken(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, err)
 		return
 	}
-	by := callerName(r.Context())
-	if TokenFrom(r.Context()) == nil && !slices.Contains(spec.Scopes, tokens.Admin) {
-		// Once a token exists the API is closed: without an admin token
-		// nobody could manage tokens through it any more.
-		shut, err := s.Auth.Closed(r.Context())
-		if err == nil && !shut {
-			err = bot.Errorf(bot.EInvalid, "the first token must carry the admin scope, so tokens can still be managed once the API is closed (e.g. --name me --scopes admin)")
-		}
-		if err != nil {
-			s.fail(w, r, err)
-			return
-		}
-	}
-	plain, t, err := tokens.New(s.Auth.Secret, spec, s.now())
-	switch {
-	case err != nil:
-	case TokenFrom(r.Context()) == nil:
-		// Let in without a token, as no token existed when it was
-		// checked: made only if that still holds (another replica, or
-		// a call beside this one, may have made the first meanwhile).
-		err = s.Auth.Tokens.CreateFirstToken(r.Context(), t)
-	default:
-		err = s.Auth.Tokens.CreateToken(r.Context(), t)
+	plain, t, err := s.Auth.Service().Create(r.Context(), CallerFrom(r.Context()), spec)
+	if bot.ErrorCode(err) == bot.EUnauthorized {
+		// A caller let in without a token (loopback, none yet) asked for
+		// one: refused and audited like any other unauthenticated call.
+		s.refuse(w, r, nil, Needs(tokens.Admin), err)
+		return
 	}
 	if err != nil {
 		s.fail(w, r, err)
 		return
 	}
-	s.Auth.markClosed()
-	s.auditToken(r.Context(), "created", t, by)
 	out := CreatedToken{Name: t.Name, Token: plain, Record: t}
 	if s.Checker != nil && s.Checker.Personas != nil {
 		out.Warnings = PersonaWarnings(r.Context(), s.Checker.Personas, t.Personas)
@@ -143,7 +120,7 @@ func (s *Server) createToken(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) listTokens(w http.ResponseWriter, r *http.Request) {
-	ts, err := s.Auth.Tokens.Tokens(r.Context())
+	ts, err := s.Auth.Service().List(r.Context(), CallerFrom(r.Context()))
 	if err != nil {
 		s.fail(w, r, err)
 		return
@@ -155,38 +132,19 @@ func (s *Server) listTokens(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) revokeToken(w http.ResponseWriter, r *http.Request) {
-	t, err := s.Auth.Tokens.RevokeToken(r.Context(), r.PathValue("name"))
+	t, err := s.Auth.Service().Revoke(r.Context(), CallerFrom(r.Context()), r.PathValue("name"))
 	if err != nil {
 		s.fail(w, r, err)
 		return
 	}
-	s.auditToken(r.Context(), "revoked", t, callerName(r.Context()))
 	writeJSON(w, http.StatusOK, map[string]string{"revoked": t.Name})
 }
 
-// TokenChange is the audit record of a token created or revoked.
-type TokenChange struct {
-	Action string        `json:"action"`
-	Token  *tokens.Token `json:"token"`
-	By     string        `json:"by"`
-}
-
-func (s *Server) auditToken(ctx context.Context, action string, t *tokens.Token, by string) {
-	s.log().Info("token "+action, "name", t.Name, "scopes", tokens.Join(t.Scopes), "by", by)
-	if s.Auth.Audit == nil {
-		return
-	}
-	actx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 3*time.Second)
-	defer cancel()
-	if err := s.Auth.Audit.Append(actx, bot.AuditEntry{Type: "token", Data: TokenChange{Action: action, Token: t, By: by}}); err != nil {
-		s.log().Error("cannot audit a token change", "err", err)
-	}
-}
-
-// callerName is the call's token name, or what let it in without one.
+// callerName is the call's token name, the person who signed it, or what
+// let it in without either.
 func callerName(ctx context.Context) string {
-	if t := TokenFrom(ctx); t != nil {
-		return t.Name
+	if c := CallerFrom(ctx); c.Token != nil || c.Person != nil {
+		return c.Name()
 	}
 	return "loopback, before any token existed"
 }

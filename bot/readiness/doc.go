@@ -6,6 +6,8 @@
 // marker written after the personas is gone), makes /readyz fail with the
 // reason, and loads the personas again. Requests lost with the old data
 // stay lost: their waiters are told "unknown request", never an approval.
+// Other parts add their own reasons to fail /readyz (Keeper.Also): tokens
+// lost with the store, an audit log cut shorter than its witness.
 //
 // It owns the readiness answer and the reload; it must not import the
 // adapters, quorum/redis or cmd: the store is the small interface below.

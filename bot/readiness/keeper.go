@@ -33,6 +33,9 @@ type Keeper struct {
 	// else the replica records in the store (the fleet's gateway key). An
 	// error fails the Load, and /readyz says it.
 	Claim func(ctx context.Context) error
+	// Also are further checks Ready makes once the store is loaded (the
+	// tokens service's: tokens lost). Ready fails with the first error.
+	Also []func(ctx context.Context) error
 
 	mu      sync.Mutex
 	reloads int
@@ -102,6 +105,11 @@ func (k *Keeper) Ready(ctx context.Context) error {
 	lost := k.lost
 	k.mu.Unlock()
 	if ok && lost == "" {
+		for _, check := range k.Also {
+			if err := check(ctx); err != nil {
+				return err
+			}
+		}
 		return nil
 	}
 	select {

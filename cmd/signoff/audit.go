@@ -10,15 +10,18 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
+	"strings"
 	"time"
 
+	signoffnostr "github.com/signoff/signoff/adapters/nostr"
 	qredis "github.com/signoff/signoff/quorum/redis"
 	"github.com/signoff/signoff/signing"
 )
 
 func init() { commands["audit"] = audit }
 
-const auditUsage = "usage: signoff audit verify [--signer NPUB] [--checkpoint FILE] [PATH|-]\n       signoff audit export [--out PATH]"
+const auditUsage = "usage: signoff audit verify [--signer NPUB] [--checkpoint FILE] [--witness RELAY]… [PATH|-]\n       signoff audit export [--out PATH]"
 
 func audit(ctx context.Context, a *app, args []string) int {
 	if len(args) == 0 {
@@ -71,9 +74,11 @@ func openStore(cfg *config) (*qredis.Store, func(), error) {
 }
 
 func auditVerify(ctx context.Context, a *app, args []string) int {
-	fs := a.flags("audit verify", "audit verify [--signer NPUB] [--checkpoint FILE] [PATH|-]")
+	fs := a.flags("audit verify", "audit verify [--signer NPUB] [--checkpoint FILE] [--witness RELAY]… [PATH|-]")
 	signer := fs.String("signer", "", "the gateway key every checkpoint must be signed by (npub or hex; default: the gateway's own, from the data dir)")
 	cpPath := fs.String("checkpoint", "", "a published checkpoint the chain must reach (default: PATH.checkpoint when it exists)")
+	var relays stringList
+	fs.Var(&relays, "witness", "a Nostr relay (ws://…, wss://…) holding the gateway's witnessed checkpoint; repeat for several")
 	if code, ok := parse(fs, args); !ok {
 		return code
 	}
@@ -89,7 +94,18 @@ func auditVerify(ctx context.Context, a *app, args []string) int {
 	if err != nil {
 		return a.fail(err)
 	}
-	opt := signing.VerifyOptions{Signer: want}
+	opt := signing.VerifyOptions{Signer: want, Export: !sameFile(path, cfg.AuditPath)}
+	// The witnesses: the newest checkpoint each holds. A log cut shorter
+	// than one, or different at its height, is reported.
+	var targets []signing.WitnessTarget
+	if own, _ := auditSigner(cfg, ""); own == want {
+		// The data dir's witness is this gateway's: it holds a chain of
+		// another key (--signer) to nothing.
+		targets = append(targets, signing.FileWitness{Path: witnessFile(cfg)})
+	}
+	for _, r := range relays {
+		targets = append(targets, signing.RelayWitness{URL: r, Dial: signoffnostr.DialRelay})
+	}
 	// The store's head first: records added while the file is read are
 	// after it, so they cannot make a good chain look cut short.
 	if cfg.RedisURL != "" {
@@ -105,6 +121,22 @@ func auditVerify(ctx context.Context, a *app, args []string) int {
 			return a.failf("cannot read the store's audit head (SIGNOFF_REDIS_URL): %v", err)
 		}
 		opt.Expect = append(opt.Expect, signing.Head{Seq: seq, Hash: hash, Source: "the store's head"})
+		targets = append(targets, store.AuditWitness())
+	}
+	for _, t := range targets {
+		wctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		w, ok, err := t.Newest(wctx, want)
+		cancel()
+		switch {
+		case err != nil && slices.Contains(relays, strings.TrimPrefix(t.Name(), "the relay ")):
+			return a.failf("cannot read the witness on %s: %v", t.Name(), err)
+		case err != nil:
+			fmt.Fprintf(a.stdout, "BROKEN: %s: %v\n", t.Name(), err)
+			return 1
+		case ok:
+			w.Source = "the checkpoint witnessed by " + t.Name()
+			opt.Expect = append(opt.Expect, w.Head)
+		}
 	}
 	explicit := *cpPath != ""
 	if !explicit && path != "-" {
@@ -146,20 +178,57 @@ func auditVerify(ctx context.Context, a *app, args []string) int {
 		fmt.Fprintf(a.stdout, "%d record(s) before it are intact\n", rep.Records)
 		return 1
 	}
-	if len(rep.Truncated) > 0 {
-		for _, t := range rep.Truncated {
-			fmt.Fprintf(a.stdout, "TRUNCATED: %s: %s\n", path, t)
+	bad := false
+	if f := rep.Fork; f != nil {
+		bad = true
+		if rep.SignedFork {
+			fmt.Fprintf(a.stdout, "FORK: %s: seq %d %s: two different records at one height, both under the gateway's signature (the log was cut and written again)\n", path, f.Seq, f.Reason)
+		} else {
+			fmt.Fprintf(a.stdout, "TRUNCATED: %s: seq %d %s (the log disagrees with its witness)\n", path, f.Seq, f.Reason)
 		}
+		for _, h := range opt.Expect {
+			if h.Seq >= f.Seq {
+				fmt.Fprintf(a.stdout, "TRUNCATED: %s: the %d record(s) %s vouches for from seq %d to %d are not in this log\n", path, h.Seq-f.Seq+1, h.Source, f.Seq, h.Seq)
+				break
+			}
+		}
+	}
+	for _, t := range rep.Truncated {
+		bad = true
+		fmt.Fprintf(a.stdout, "TRUNCATED: %s: %s\n", path, t)
+	}
+	if bad {
 		return 1
 	}
 	fmt.Fprintf(a.stdout, "ok: %s: %d record(s), chain intact, %d checkpoint(s) signed by %s\n", path, rep.Records, rep.Checkpoints, want)
+	if rep.Export != nil {
+		fmt.Fprintf(a.stdout, "export: held to its own head, seq %d", rep.Export.Seq)
+		if len(rep.Newer) > 0 {
+			fmt.Fprintf(a.stdout, " (the chain has grown since: %s is at seq %d)", rep.Newer[0].Source, rep.Newer[0].Seq)
+		}
+		fmt.Fprintln(a.stdout)
+	}
 	if rep.Uncovered > 0 {
 		fmt.Fprintf(a.stdout, "note: the last %d record(s) (after seq %d) are not yet covered by a signed checkpoint; they are hash-linked only\n", rep.Uncovered, rep.Covered)
 	}
 	if len(opt.Expect) == 0 {
-		fmt.Fprintf(a.stdout, "note: no published checkpoint or store head to compare with, so a log cut short at a checkpoint would look whole\n")
+		fmt.Fprintf(a.stdout, "note: no witness, published checkpoint or store head to compare with, so a log cut short at a checkpoint would look whole (pass --witness RELAY)\n")
 	}
 	return 0
+}
+
+// sameFile reports whether a and b name one file (the gateway's own log
+// is never read as an export).
+func sameFile(a, b string) bool {
+	if a == "-" {
+		return false
+	}
+	fa, err1 := os.Stat(a)
+	fb, err2 := os.Stat(b)
+	if err1 != nil || err2 != nil {
+		return filepath.Clean(a) == filepath.Clean(b)
+	}
+	return os.SameFile(fa, fb)
 }
 
 func auditExport(ctx context.Context, a *app, args []string) int {
@@ -186,6 +255,7 @@ func auditExport(ctx context.Context, a *app, args []string) int {
 	}
 	bw := bufio.NewWriterSize(w, 1<<20)
 	var n uint64
+	var head *signing.Head // the last record exported
 	if cfg.RedisURL == "" {
 		// The embedded store dies with the gateway: the file is the chain.
 		f, err := os.Open(cfg.AuditPath)
@@ -196,6 +266,11 @@ func auditExport(ctx context.Context, a *app, args []string) int {
 		c, err := io.Copy(bw, f)
 		if err != nil {
 			return a.failf("export: %v", err)
+		}
+		if _, err := f.Seek(0, 0); err == nil {
+			if rep := signing.VerifyChain(f, signing.VerifyOptions{}); rep.Err == nil && rep.Break == nil {
+				head = &signing.Head{Seq: rep.Last, Hash: rep.Head}
+			}
 		}
 		fmt.Fprintf(a.stderr, "exported %s (%d bytes) from %s\n", dest(*out), c, cfg.AuditPath)
 	} else {
@@ -222,6 +297,10 @@ func auditExport(ctx context.Context, a *app, args []string) int {
 				return a.fail(err)
 			}
 			for _, l := range lines {
+				var r signing.Record
+				if json.Unmarshal(l, &r) == nil {
+					head = &signing.Head{Seq: r.Seq, Hash: r.Hash}
+				}
 				bw.Write(l)
 				bw.WriteByte('\n')
 				n++
@@ -239,6 +318,14 @@ func auditExport(ctx context.Context, a *app, args []string) int {
 		} else {
 			fmt.Fprintf(a.stderr, "exported %d record(s) to %s; check it with `signoff audit verify %s`\n", n, *out, *out)
 		}
+	}
+	if head != nil {
+		// The head as of the export: verify holds the export to it, not to
+		// the fleet's head, which moves on.
+		var tr signing.ExportTrailer
+		tr.Export.Seq, tr.Export.Hash, tr.Export.At = head.Seq, head.Hash, time.Now().UTC().Format(time.RFC3339)
+		b, _ := json.Marshal(tr)
+		bw.Write(append(b, '\n'))
 	}
 	if err := bw.Flush(); err != nil {
 		return a.failf("export: %v", err)

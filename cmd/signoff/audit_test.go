@@ -21,6 +21,7 @@ import (
 
 	"github.com/signoff/signoff/bot"
 	"github.com/signoff/signoff/bot/bottest"
+	qredis "github.com/signoff/signoff/quorum/redis"
 	"github.com/signoff/signoff/signing"
 )
 
@@ -329,4 +330,93 @@ func TestVoteRefusedWhenTheLogFileHitsItsSizeLimit(t *testing.T) {
 	if c, out, errs := cli("audit", "verify"); c != 0 || !strings.Contains(out, "chain intact") {
 		t.Fatalf("audit verify after the fault = %d %q %q", c, out, errs)
 	}
+}
+
+// TestExportTakenWhileTheFleetWritesIsNoFalseAlarm: an export is held to
+// the head as of the export (its trailer), not to the store's head, which
+// moves on while the fleet writes; an export cut short is still caught,
+// and so is a local log cut short, against the store's witness.
+func TestExportTakenWhileTheFleetWritesIsNoFalseAlarm(t *testing.T) {
+	url := startRedis(t)
+	owner, dataDir := auditSetup(t)
+	t.Setenv("SIGNOFF_REDIS_URL", url)
+	addr, stopServe := serveUntil(t)
+	stopped := false
+	stop := func() {
+		if !stopped {
+			stopped = true
+			stopServe()
+		}
+	}
+	defer stop()
+	for i := range 2 {
+		if _, code := askAndAnswer(t, addr, owner, fmt.Sprint("deploy ", i)); code != http.StatusOK {
+			t.Fatalf("vote: %d", code)
+		}
+	}
+	out := filepath.Join(t.TempDir(), "export.jsonl")
+	if c, o, errs := cli("audit", "export", "--out", out); c != 0 {
+		t.Fatalf("export = %d %q %q", c, o, errs)
+	}
+	// The fleet keeps writing, and signs a checkpoint past the export.
+	for i := range 2 {
+		if _, code := askAndAnswer(t, addr, owner, fmt.Sprint("more ", i)); code != http.StatusOK {
+			t.Fatalf("vote: %d", code)
+		}
+	}
+	c, o, errs := cli("audit", "verify", out)
+	if c != 0 || !strings.Contains(o, "chain intact") || !strings.Contains(o, "export: held to its own head") || !strings.Contains(o, "grown since") {
+		t.Errorf("verify of an export while the fleet writes = %d %q %q; want ok, held to the export's head", c, o, errs)
+	}
+	// An export cut short: its own trailer says where it ended.
+	b, _ := os.ReadFile(out)
+	lines := bytes.SplitAfter(b, []byte("\n"))
+	lines = lines[:len(lines)-1] // the empty tail after the last newline
+	cut := append(append([][]byte{}, lines[:len(lines)-3]...), lines[len(lines)-1])
+	os.WriteFile(out, bytes.Join(cut, nil), 0o600)
+	if c, o, errs := cli("audit", "verify", out); c != 1 || !strings.Contains(o, "TRUNCATED") || !strings.Contains(o, "2 record(s) missing") {
+		t.Errorf("verify of a cut export = %d %q %q; want TRUNCATED, 2 record(s) missing", c, o, errs)
+	}
+	// The gateway's own log, cut: the store's witness holds a later
+	// checkpoint (the agent removed the files beside the log).
+	rdb, err := qredis.Open(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rdb.Close()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		w, ok, _ := qredis.New(rdb, "signoff").AuditWitness().Newest(context.Background(), signerOf(t))
+		if ok && w.Seq > 3 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("no checkpoint past seq 3 witnessed in the store after 10s")
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	stop()
+	logPath := filepath.Join(dataDir, "audit.jsonl")
+	b, _ = os.ReadFile(logPath)
+	lines = bytes.SplitAfter(b, []byte("\n"))
+	os.WriteFile(logPath, bytes.Join(lines[:3], nil), 0o600)
+	os.Remove(logPath + ".checkpoint")
+	os.Remove(filepath.Join(dataDir, "audit.witness"))
+	if c, o, errs := cli("audit", "verify"); c != 1 || !strings.Contains(o, "the checkpoint witnessed by the store's witness") || !strings.Contains(o, "record(s) missing") {
+		t.Errorf("cut log vs the store's witness = %d %q %q", c, o, errs)
+	}
+}
+
+// signerOf is the gateway key (hex) of the data dir SIGNOFF_DATA_DIR names.
+func signerOf(t *testing.T) string {
+	t.Helper()
+	cfg, err := loadConfig()
+	if err != nil {
+		t.Fatal(err)
+	}
+	k, err := auditSigner(cfg, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return k
 }

@@ -111,7 +111,7 @@ func extList(ctx context.Context, a *app, args []string) int {
 	if code, ok := parse(fs, args); !ok {
 		return code
 	}
-	adm, done, err := tokenAdmin(ctx, a.stderr)
+	adm, done, err := tokenAdmin(ctx, a)
 	if err != nil {
 		return a.fail(err)
 	}
@@ -142,7 +142,7 @@ func extRemove(ctx context.Context, a *app, args []string) int {
 	if fs.NArg() != 1 {
 		return a.failf("usage: signoff ext remove NAME")
 	}
-	adm, done, err := tokenAdmin(ctx, a.stderr)
+	adm, done, err := tokenAdmin(ctx, a)
 	if err != nil {
 		return a.fail(err)
 	}

@@ -131,7 +131,12 @@ Next: start the gateway, and leave it running:
 Then, in another terminal, try it:
   %s request --persona %s -- rm -rf /tmp/signoff-try
   %s approve ID     # the ID it prints; or: %s pending
-`, hook, fmt.Sprintf("%s hook codex --persona %s", bin, *persona), bin, *persona, bin, *persona, bin, bin, *persona, bin, bin)
+
+Until a token exists, calls from this machine need none (none of them can
+make one). Close the API with a token only you can make: the command signs
+the call with your key (%s), as persona %s's owner:
+  %s tokens create --name me --scopes admin
+`, hook, fmt.Sprintf("%s hook codex --persona %s", bin, *persona), bin, *persona, bin, *persona, bin, bin, *persona, bin, bin, keyPath, *persona, bin)
 	return 0
 }
 

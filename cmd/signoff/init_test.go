@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -142,6 +143,24 @@ func TestInitThenWalkthrough(t *testing.T) {
 	}
 	if !strings.Contains(reqErr.String(), "✅ approved by alice") {
 		t.Errorf("request says:\n%s", reqErr.String())
+	}
+	// The agent on this machine cannot mint the first token without a
+	// key (curl -X POST 127.0.0.1:PORT/v1/tokens); the person closes the
+	// API with one made with the key init wrote, found without a flag.
+	res, err := http.Post("http://"+addr+"/v1/tokens", "application/json", strings.NewReader(`{"name":"agent","scopes":["admin"]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	res.Body.Close()
+	if res.StatusCode != http.StatusUnauthorized {
+		t.Errorf("a tokenless first token from loopback = %d, want 401", res.StatusCode)
+	}
+	code, tok, terr := run(t, bin, env, work, "tokens", "create", "--name", "me", "--scopes", "admin")
+	if code != 0 || !strings.HasPrefix(lastLine(tok), "sgn_") {
+		t.Fatalf("tokens create with init's key = %d %s %s", code, tok, terr)
+	}
+	if code, _, perr := run(t, bin, env, work, "pending"); code != 2 || !strings.Contains(perr, "requires a token") {
+		t.Errorf("pending without a token once the person made one = %d %s", code, perr)
 	}
 	t.Logf("$ signoff serve\n%s", serveLog.String())
 	t.Logf("$ signoff request -- rm -rf /tmp/signoff-try\n%s", reqErr.String())

@@ -37,7 +37,7 @@ usage:
   signoff permissions explain|check          every rule layer for a call; validate rule files
   signoff grants [--json] | grants revoke ID list or end "don't ask again" grants
   signoff personas check [DIR]               validate persona files
-  signoff audit verify [PATH]                check the audit chain: links, signed checkpoints, truncation
+  signoff audit verify [--witness RELAY] [PATH]  check the audit chain: links, signed checkpoints, cuts and forks against the witnesses
   signoff audit export [--out PATH]          write the whole chain (from the store) for offline verify
   signoff bench --spawn [--concurrency N] [--duration D | -n N]   load generator: the vote path beside its floor
   signoff healthcheck [--ready]              exit 0 if the gateway at SIGNOFF_URL is up (ready)
@@ -45,7 +45,7 @@ usage:
   signoff exec [--persona P] -- CMD…         run; ask first when dangerous
   signoff hook claude-code                   Claude Code PreToolUse hook (JSON on stdin)
   signoff mcp                                MCP server on stdio (request_approval, classify)
-  signoff tokens [create|revoke]             list, make (printed once) and revoke API tokens
+  signoff tokens [create|revoke]             list, make (printed once) and revoke API tokens, signed with your key
   signoff ext install MANIFEST [--yes]       show what an extension asks for, then make its token
   signoff run [--persona P] [--workspace DIR] -- CMD…   start an agent in the sandbox (walls and doors)
   signoff doctor                             check the sandbox's kernel parts, the gateway and the pin

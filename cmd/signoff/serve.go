@@ -133,15 +133,24 @@ func serveWith(ctx context.Context, a *app, cfg *config) int {
 	if err := writeLocalPin(cfg, key, log); err != nil {
 		return a.fail(err)
 	}
-	audit, err := openAudit(ctx, a, cfg, key, store, log)
+	witnesses := auditWitnesses(cfg, store, key, personas, log)
+	audit, err := openAudit(ctx, a, cfg, key, store, witnesses, log)
 	if err != nil {
 		return a.fail(err)
 	}
-	defer audit.Close()
-	auth, err := serveAuth(ctx, cfg, store, audit, log)
+	defer func() {
+		audit.Close()
+		// The last checkpoint (signed at close) reaches the witnesses too.
+		fctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		witnesses.Flush(fctx)
+		cancel()
+	}()
+	keeper.Also = append(keeper.Also, witnesses.Ready)
+	auth, err := serveAuth(ctx, cfg, store, audit, personas, log)
 	if err != nil {
 		return a.fail(err)
 	}
+	keeper.Also = append(keeper.Also, auth.Service().Ready)
 
 	classifier, err := loadClassifier(cfg.Rules)
 	if err != nil {
@@ -189,6 +198,12 @@ func serveWith(ctx context.Context, a *app, cfg *config) int {
 	defer func() { stopRunners(); wg.Wait() }()
 	wg.Add(1)
 	go func() { defer wg.Done(); keeper.Run(rctx) }()
+	wg.Add(1)
+	// Tokens seen close this replica for good; none while they existed
+	// is TOKENS LOST (logged as it happens, /readyz fails).
+	go func() { defer wg.Done(); auth.Service().Watch(rctx, cfg.StoreCheck) }()
+	wg.Add(1)
+	go func() { defer wg.Done(); witnesses.Run(rctx, time.Second) }()
 	wg.Add(1)
 	// While it follows the token channel, authentication answers from
 	// what it read (quorum/redis, WatchTokens); while not, it reads Redis.

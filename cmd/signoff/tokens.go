@@ -15,6 +15,9 @@ import (
 	"text/tabwriter"
 	"time"
 
+	gonostr "github.com/nbd-wtf/go-nostr"
+
+	"github.com/signoff/signoff/bot"
 	"github.com/signoff/signoff/bot/httpapi"
 	"github.com/signoff/signoff/bot/tokens"
 	qredis "github.com/signoff/signoff/quorum/redis"
@@ -53,7 +56,7 @@ func tokensCmd(ctx context.Context, a *app, args []string) int {
 	if code, ok := parse(fs, args); !ok {
 		return code
 	}
-	adm, done, err := tokenAdmin(ctx, a.stderr)
+	adm, done, err := tokenAdmin(ctx, a)
 	if err != nil {
 		return a.fail(err)
 	}
@@ -141,7 +144,7 @@ func tokensCreate(ctx context.Context, a *app, args []string) int {
 // createAndPrint makes the token and prints it once, alone on the last
 // line of stdout (what a script captures); the rest goes to stderr.
 func createAndPrint(ctx context.Context, a *app, n httpapi.NewToken, asJSON bool) int {
-	adm, done, err := tokenAdmin(ctx, a.stderr)
+	adm, done, err := tokenAdmin(ctx, a)
 	if err != nil {
 		return a.fail(err)
 	}
@@ -178,7 +181,7 @@ func tokensRevoke(ctx context.Context, a *app, args []string) int {
 	if fs.NArg() != 1 {
 		return a.failf("usage: signoff tokens revoke NAME")
 	}
-	adm, done, err := tokenAdmin(ctx, a.stderr)
+	adm, done, err := tokenAdmin(ctx, a)
 	if err != nil {
 		return a.fail(err)
 	}
@@ -200,22 +203,28 @@ func splitList(s string) []string {
 	return out
 }
 
-// admin is where token commands go: the gateway's API, or straight to
-// the store when SIGNOFF_REDIS_URL names it (how the first token is made
-// for a gateway that is not on this machine).
+// admin is where token commands go: the gateway's API, or the tokens
+// service on the store itself when SIGNOFF_REDIS_URL names it. Either way
+// the person proves it with their key (NIP-98), or sends an admin token.
 type admin interface {
 	CreateToken(ctx context.Context, n httpapi.NewToken) (httpapi.CreatedToken, error)
 	Tokens(ctx context.Context) ([]*tokens.Token, error)
 	RevokeToken(ctx context.Context, name string) error
 }
 
-func tokenAdmin(ctx context.Context, stderr io.Writer) (admin, func(), error) {
+func tokenAdmin(ctx context.Context, a *app) (admin, func(), error) {
 	cfg, err := loadConfig()
 	if err != nil {
 		return nil, nil, err
 	}
+	sign, err := personAuth(a, cfg)
+	if err != nil {
+		return nil, nil, err
+	}
 	if cfg.RedisURL == "" {
-		return cfg.client(stderr), func() {}, nil
+		cl := cfg.client(a.stderr)
+		cl.Person = sign
+		return cl, func() {}, nil
 	}
 	rdb, err := qredis.Open(cfg.RedisURL)
 	if err != nil {
@@ -227,13 +236,70 @@ func tokenAdmin(ctx context.Context, stderr io.Writer) (admin, func(), error) {
 		rdb.Close()
 		return nil, nil, err
 	}
-	return &storeAdmin{store: store, secret: k}, func() { rdb.Close() }, nil
+	svc := &tokens.Service{Store: store, Secret: k, Owners: storeOwners{store, cfg},
+		Audit: &signing.ChainAppender{Store: store}, ClosedMark: filepath.Join(cfg.DataDir, "tokens.closed"),
+		Logger: slog.New(slog.DiscardHandler)}
+	by, err := storeCaller(ctx, svc, store, k, cfg, sign)
+	if err != nil {
+		rdb.Close()
+		return nil, nil, err
+	}
+	return &storeAdmin{svc: svc, store: store, by: by}, func() { rdb.Close() }, nil
 }
 
-// storeAdmin manages tokens on the store directly.
+// storeCallURL is the URL a person's signature names for a command on the
+// store (there is no gateway URL): the proof is checked here, at once.
+const storeCallURL = "http://store.signoff.invalid/v1/tokens"
+
+// storeCaller is who runs a command on the store: the person, signing a
+// NIP-98 event checked as the gateway would, or an admin token.
+func storeCaller(ctx context.Context, svc *tokens.Service, store *qredis.Store, k tokens.Secret, cfg *config, sign func(context.Context, tokens.Call) (string, error)) (tokens.Caller, error) {
+	if sign == nil {
+		if cfg.Token == "" {
+			return tokens.Caller{}, fmt.Errorf("tokens on the store are managed by a person: sign with your key (SIGNOFF_KEY, or the key `signoff init` wrote; SIGNOFF_BUNKER for your signer), or send an admin token (SIGNOFF_TOKEN)")
+		}
+		t, err := tokens.Authenticate(ctx, store, k, "Bearer "+string(cfg.Token), time.Now())
+		if err != nil {
+			return tokens.Caller{}, err
+		}
+		return tokens.Caller{Token: t}, nil
+	}
+	call := tokens.Call{Method: "POST", URL: storeCallURL}
+	h, err := sign(ctx, call)
+	if err != nil {
+		return tokens.Caller{}, err
+	}
+	proof, err := tokens.ParseHTTPAuth(h, call, time.Now())
+	if err != nil {
+		return tokens.Caller{}, err
+	}
+	return svc.Person(ctx, proof)
+}
+
+// storeOwners are the owners of the personas the gateways loaded into the
+// store, or, before any gateway ran on it, of those in this machine's
+// persona folder (SIGNOFF_PERSONAS), as serve would load them.
+type storeOwners struct {
+	store *qredis.Store
+	cfg   *config
+}
+
+func (o storeOwners) OwnerOf(ctx context.Context, pubkey string) (string, bool, error) {
+	if name, ok, err := o.store.OwnerOf(ctx, pubkey); err != nil || ok {
+		return name, ok, err
+	}
+	ps, err := loadPersonas(o.cfg.Personas, slog.New(slog.DiscardHandler))
+	if err != nil {
+		return "", false, nil
+	}
+	return tokens.OwnersOf(ps).OwnerOf(ctx, pubkey)
+}
+
+// storeAdmin manages tokens through the tokens service on the store.
 type storeAdmin struct {
-	store  *qredis.Store
-	secret tokens.Secret
+	svc   *tokens.Service
+	store *qredis.Store
+	by    tokens.Caller
 }
 
 func (s *storeAdmin) CreateToken(ctx context.Context, n httpapi.NewToken) (httpapi.CreatedToken, error) {
@@ -241,23 +307,67 @@ func (s *storeAdmin) CreateToken(ctx context.Context, n httpapi.NewToken) (httpa
 	if err != nil {
 		return httpapi.CreatedToken{}, err
 	}
-	plain, t, err := tokens.New(s.secret, spec, time.Now())
+	plain, t, err := s.svc.Create(ctx, s.by, spec)
 	if err != nil {
-		return httpapi.CreatedToken{}, err
-	}
-	if err := s.store.CreateToken(ctx, t); err != nil {
 		return httpapi.CreatedToken{}, err
 	}
 	return httpapi.CreatedToken{Name: t.Name, Token: plain, Record: t, Warnings: httpapi.PersonaWarnings(ctx, s.store, t.Personas)}, nil
 }
 
 func (s *storeAdmin) Tokens(ctx context.Context) ([]*tokens.Token, error) {
-	return s.store.Tokens(ctx)
+	return s.svc.List(ctx, s.by)
 }
 
 func (s *storeAdmin) RevokeToken(ctx context.Context, name string) error {
-	_, err := s.store.RevokeToken(ctx, name)
+	_, err := s.svc.Revoke(ctx, s.by, name)
 	return err
+}
+
+// personAuth is how token commands sign as the person (NIP-98): on their
+// signer (SIGNOFF_BUNKER), else with their key file (SIGNOFF_KEY or the
+// one `signoff init` wrote). nil when neither is there: the command sends
+// SIGNOFF_TOKEN instead.
+func personAuth(a *app, cfg *config) (func(context.Context, tokens.Call) (string, error), error) {
+	bunkerURL, err := bunkerFromEnv()
+	if err != nil {
+		return nil, err
+	}
+	if bunkerURL != "" {
+		b, err := signing.ParseBunkerURL(bunkerURL)
+		if err != nil {
+			return nil, fmt.Errorf("SIGNOFF_BUNKER: %v", err)
+		}
+		return func(ctx context.Context, call tokens.Call) (string, error) {
+			raw, err := bunkerSign(ctx, a, b, tokens.HTTPAuthEvent(call, time.Now()))
+			if err != nil {
+				return "", err
+			}
+			return tokens.HTTPAuthHeader(raw), nil
+		}, nil
+	}
+	path := cfg.keyPath()
+	raw, err := os.ReadFile(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("cannot read your key at %s: %v", path, err)
+	}
+	key, err := signing.ParseKey(string(raw))
+	if err != nil {
+		return nil, fmt.Errorf("key file %s: %v", path, err)
+	}
+	return func(_ context.Context, call tokens.Call) (string, error) {
+		ev := tokens.HTTPAuthEvent(call, time.Now())
+		if err := key.Sign(&ev); err != nil {
+			return "", err
+		}
+		b, err := json.Marshal(ev)
+		if err != nil {
+			return "", err
+		}
+		return tokens.HTTPAuthHeader(b), nil
+	}, nil
 }
 
 // tokenSecret is SIGNOFF_TOKEN_SECRET, or the one kept in the data dir
@@ -351,9 +461,11 @@ func (c *config) client(stderr io.Writer) *httpapi.Client {
 }
 
 // serveAuth is serve's token set-up and its start-up rules: on loopback
-// with no token the API stays open and says so; any other listen address
-// needs SIGNOFF_REQUIRE_TOKENS=true or an admin token, or serve refuses.
-func serveAuth(ctx context.Context, cfg *config, store *qredis.Store, audit *signing.AuditLog, log *slog.Logger) (*httpapi.Auth, error) {
+// with no token the API stays open (to calls that make no token) and says
+// so; any other listen address needs SIGNOFF_REQUIRE_TOKENS=true or an
+// admin token, or serve refuses. Tokens are made by a persona owner's
+// signed call, or with an admin token.
+func serveAuth(ctx context.Context, cfg *config, store *qredis.Store, audit *signing.AuditLog, personas []bot.Persona, log *slog.Logger) (*httpapi.Auth, error) {
 	k, err := tokenSecret(ctx, cfg, store)
 	if err != nil {
 		return nil, err
@@ -371,24 +483,30 @@ func serveAuth(ctx context.Context, cfg *config, store *qredis.Store, audit *sig
 	local := loopbackAddr(cfg.Listen)
 	if !local && !bool(cfg.RequireTokens) && admins == 0 {
 		return nil, fmt.Errorf("SIGNOFF_LISTEN=%s is reachable from other machines and no admin token exists, so the API would be open to them.\n"+
-			"Either set SIGNOFF_REQUIRE_TOKENS=true and create the first token from this machine once serve runs:\n"+
-			"  signoff tokens create --name admin --scopes admin\n"+
-			"or create it on the store first: SIGNOFF_REDIS_URL=… signoff tokens create --name admin --scopes admin", cfg.Listen)
+			"Set SIGNOFF_REQUIRE_TOKENS=true, and once serve runs make the first token with your key (you must own a persona it loads):\n"+
+			"  signoff tokens create --name admin --scopes admin", cfg.Listen)
 	}
 	au := &httpapi.Auth{Tokens: store, Secret: k, Require: bool(cfg.RequireTokens) || !local, Audit: audit,
-		ClosedMark: filepath.Join(cfg.DataDir, "tokens.closed")}
+		Owners: tokens.OwnersOf(personas), ClosedMark: filepath.Join(cfg.DataDir, "tokens.closed"),
+		Logger: log}
+	if audit != nil {
+		au.History = func() bool { return audit.Holds(tokens.TypeToken) }
+	}
+	svc := au.Service()
+	closed, err := svc.Closed(ctx)
+	if err != nil {
+		return nil, err
+	}
+	svc.Ready(ctx) // logs TOKENS LOST when the store lost them
 	switch {
-	case au.Lost(ctx):
-		log.Warn("TOKENS LOST: this gateway had API tokens and its store holds none (Redis emptied, or restarted without persistence): the API stays closed to callers without a token. Restore the store, or make an admin token on it directly (SIGNOFF_REDIS_URL=… signoff tokens create --name me --scopes admin), or delete " + au.ClosedMark + " and restart to make a first token from this machine")
+	case svc.Lost() != "":
 	case len(ts) > 0:
-		if _, err := au.Closed(ctx); err != nil {
-			return nil, err
-		}
 		log.Info("tokens required", "tokens", len(ts), "admin tokens", admins)
+	case closed:
 	case !au.Require:
-		log.Warn("API open: no token exists, so calls from this machine need none (loopback only). Create one to close it: signoff tokens create --name me --scopes admin")
-	case len(ts) == 0:
-		log.Warn("tokens required and none exists yet: create the first from this machine: signoff tokens create --name admin --scopes admin")
+		log.Warn("API open: no token exists, so calls from this machine need none (loopback only; none of them can make a token). Close it with a token made with your key: signoff tokens create --name me --scopes admin")
+	default:
+		log.Warn("tokens required and none exists yet: make the first with your key (as a persona's owner): signoff tokens create --name admin --scopes admin")
 	}
 	return au, nil
 }
@@ -405,4 +523,25 @@ func loopbackAddr(listen string) bool {
 	}
 	ip, err := netip.ParseAddr(host)
 	return err == nil && ip.IsLoopback()
+}
+
+// bunkerSign has the person's remote signer sign ev (a NIP-98 event):
+// within the window the gateway accepts it in.
+func bunkerSign(ctx context.Context, a *app, b *signing.BunkerURL, ev gonostr.Event) (json.RawMessage, error) {
+	path := bunkerClientKeyPath()
+	clientKey, made, err := signing.LoadOrCreateKey(path)
+	if err != nil {
+		return nil, fmt.Errorf("session key for your signer: %w", err)
+	}
+	if made {
+		fmt.Fprintf(a.stderr, "made %s: the key signoff talks to signers with (it signs no votes)\n", path)
+	}
+	deadline := time.Now().Add(tokens.HTTPAuthWindow - 5*time.Second)
+	fmt.Fprintf(a.stderr, "reaching your signer %s to sign this call\n", b.Redacted())
+	s, err := openBunker(ctx, a.stderr, b, clientKey, deadline)
+	if err != nil {
+		return nil, err
+	}
+	defer s.Close()
+	return s.Sign(ctx, ev, deadline)
 }

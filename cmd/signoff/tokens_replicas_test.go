@@ -4,6 +4,8 @@ import (
 	"context"
 	"io"
 	"log/slog"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -121,13 +123,17 @@ func TestReplicaWithAnotherTokenSecretRefusesToStart(t *testing.T) {
 }
 
 // TestFirstAdminTokenOnTheStoreOpensANetworkListen: `tokens create` with
-// SIGNOFF_REDIS_URL writes straight to the store, and serve's rule for a
-// non-loopback address then holds (checked without binding one).
+// SIGNOFF_REDIS_URL goes through the tokens service on the store: signed
+// by the persona's owner, held to the first-token rule, audited in the
+// store's chain; and serve's rule for a non-loopback address then holds
+// (checked without binding one).
 func TestFirstAdminTokenOnTheStoreOpensANetworkListen(t *testing.T) {
 	url := startRedis(t)
+	secret := strings.Repeat("c", 32)
+	replica(t, url, secret) // a gateway on loopback: the chain the command continues
 	serveEnv(t, "0.0.0.0:8080")
 	t.Setenv("SIGNOFF_REDIS_URL", url)
-	t.Setenv("SIGNOFF_TOKEN_SECRET", strings.Repeat("c", 32))
+	t.Setenv("SIGNOFF_TOKEN_SECRET", secret)
 	cfg, err := loadConfig()
 	if err != nil {
 		t.Fatal(err)
@@ -137,25 +143,48 @@ func TestFirstAdminTokenOnTheStoreOpensANetworkListen(t *testing.T) {
 	store := qredis.New(rdb, "signoff")
 	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
 	ctx := context.Background()
-	if _, err := serveAuth(ctx, cfg, store, nil, quiet); err == nil || !strings.Contains(err.Error(), "no admin token exists") {
+	if _, err := serveAuth(ctx, cfg, store, nil, nil, quiet); err == nil || !strings.Contains(err.Error(), "no admin token exists") {
 		t.Fatalf("0.0.0.0 with no admin token: %v", err)
 	}
-	code, out, errs := cli("tokens", "create", "--name", "agent", "--scopes", "request")
-	if code != 0 || !tokenLineRE.MatchString(lastLine(out)) {
-		t.Fatalf("tokens create on the store = %d %q %q", code, out, errs)
+	if code, out, errs := cli("tokens", "create", "--name", "agent", "--scopes", "request"); code != 2 || !strings.Contains(errs, "the first token must carry the admin scope") {
+		t.Fatalf("a first non-admin token on the store = %d %q %q, want the API's first-token rule", code, out, errs)
 	}
-	if _, err := serveAuth(ctx, cfg, store, nil, quiet); err == nil {
-		t.Error("a non-admin token opened a network listen")
+	// The agent, without the person's key, cannot make one on the store.
+	keyFile := os.Getenv("SIGNOFF_KEY")
+	t.Setenv("SIGNOFF_KEY", filepath.Join(t.TempDir(), "no-key"))
+	if code, out, errs := cli("tokens", "create", "--name", "agent", "--scopes", "admin"); code != 2 || !strings.Contains(errs, "managed by a person") {
+		t.Fatalf("tokens create on the store without the person's key = %d %q %q", code, out, errs)
 	}
+	// Nor with a key of its own.
+	stranger := filepath.Join(t.TempDir(), "stranger.key")
+	signing.WriteKey(stranger, signing.NewKey())
+	t.Setenv("SIGNOFF_KEY", stranger)
+	if code, out, errs := cli("tokens", "create", "--name", "agent", "--scopes", "admin"); code != 2 || !strings.Contains(errs, "owns no loaded persona") {
+		t.Fatalf("tokens create on the store signed by a stranger = %d %q %q", code, out, errs)
+	}
+	t.Setenv("SIGNOFF_KEY", keyFile)
 	if code, _, errs := cli("tokens", "create", "--name", "admin", "--scopes", "admin", "--expires", "1h"); code != 0 {
 		t.Fatalf("admin on the store = %d %q", code, errs)
 	}
-	au, err := serveAuth(ctx, cfg, store, nil, quiet)
+	au, err := serveAuth(ctx, cfg, store, nil, nil, quiet)
 	if err != nil || !au.Require {
 		t.Errorf("0.0.0.0 with an admin token: %v (require %v)", err, au != nil && au.Require)
 	}
 	ts, _ := store.Tokens(ctx)
-	if len(ts) != 2 || !ts[0].Has(tokens.Admin) {
+	if len(ts) != 1 || !ts[0].Has(tokens.Admin) {
 		t.Errorf("tokens on the store: %v", ts)
+	}
+	// Audited in the store's chain, with the person's signed proof.
+	seq, _, _ := store.AuditHead(ctx)
+	lines, _ := store.AuditRecords(ctx, 0, int(seq))
+	var found bool
+	for _, l := range lines {
+		found = found || (strings.Contains(string(l), `"type":"token"`) && strings.Contains(string(l), `"action":"created"`) && strings.Contains(string(l), ownerKey(t).PublicKey()))
+	}
+	if !found {
+		t.Errorf("no token record with the person's proof in the store's chain (%d records)", len(lines))
+	}
+	if closed, _ := store.TokensClosed(ctx); !closed {
+		t.Error("the store's closed mark is not set")
 	}
 }

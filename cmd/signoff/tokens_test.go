@@ -3,10 +3,13 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"io"
+	"net/http"
 	"os"
 	"path/filepath"
 	"regexp"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -67,8 +70,10 @@ func TestTokensCreateListRevoke(t *testing.T) {
 		t.Error("the list shows the token")
 	}
 
-	// The agent's token files for demo, cannot read the list of tokens.
+	// The agent's token files for demo, cannot read the list of tokens
+	// (the agent has its token, not the person's key).
 	t.Setenv("SIGNOFF_TOKEN", tok)
+	t.Setenv("SIGNOFF_KEY", filepath.Join(t.TempDir(), "no-key"))
 	if code, _, errs := cli("tokens"); code != 2 || !strings.Contains(errs, `token "ci-agent" lacks scope admin`) {
 		t.Errorf("tokens with the agent's token = %d %q", code, errs)
 	}
@@ -134,13 +139,29 @@ func TestTokenFileMustBeOwnerOnly(t *testing.T) {
 	}
 }
 
+// owners is each test's person: one key for every replica it starts.
+var owners sync.Map
+
+func ownerKey(t *testing.T) *signing.Key {
+	k, _ := owners.LoadOrStore(t.Name(), signing.NewKey())
+	return k.(*signing.Key)
+}
+
 // serveEnv sets up what serve needs without starting it.
+// Its persona's owner is the test's person (ownerKey), whose key file
+// SIGNOFF_KEY names: token commands sign with it.
 func serveEnv(t *testing.T, listen string) {
 	t.Helper()
 	dir := t.TempDir()
 	personas := filepath.Join(dir, "personas")
 	os.MkdirAll(personas, 0o700)
-	os.WriteFile(filepath.Join(personas, "p.yaml"), []byte(strings.ReplaceAll(demoPersona, "OWNER", signing.NewKey().Npub())), 0o600)
+	owner := ownerKey(t)
+	os.WriteFile(filepath.Join(personas, "p.yaml"), []byte(strings.ReplaceAll(demoPersona, "OWNER", owner.Npub())), 0o600)
+	keyFile := filepath.Join(dir, "owner.key")
+	if err := signing.WriteKey(keyFile, owner); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("SIGNOFF_KEY", keyFile)
 	t.Setenv("SIGNOFF_LISTEN", listen)
 	t.Setenv("SIGNOFF_DATA_DIR", filepath.Join(dir, "data"))
 	t.Setenv("SIGNOFF_PERSONAS", personas)
@@ -197,9 +218,12 @@ func TestRequireTokensFirstTokenFromLoopback(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("first token = %d %q", code, errs)
 	}
+	keyFile := os.Getenv("SIGNOFF_KEY")
+	t.Setenv("SIGNOFF_KEY", filepath.Join(t.TempDir(), "no-key"))
 	if code, _, errs := cli("tokens", "create", "--name", "second", "--scopes", "admin"); code != 2 || !strings.Contains(errs, "requires a token") {
-		t.Errorf("a second token without one = %d %q", code, errs)
+		t.Errorf("a second token without a token or the person's key = %d %q", code, errs)
 	}
+	t.Setenv("SIGNOFF_KEY", keyFile)
 	t.Setenv("SIGNOFF_TOKEN", lastLine(out))
 	if code, out, errs := cli("tokens"); code != 0 || !strings.Contains(out, "admin") {
 		t.Errorf("tokens with the admin token = %d %q %q", code, out, errs)
@@ -257,6 +281,11 @@ func TestEmptiedStoreDoesNotReopenTheAPI(t *testing.T) {
 		t.Fatalf("pending without a token once one exists = %d, want refused", code)
 	}
 	stop()
+	// The agent deletes the data dir's mark too: the audit chain still
+	// says tokens existed.
+	if err := os.Remove(filepath.Join(os.Getenv("SIGNOFF_DATA_DIR"), "tokens.closed")); err != nil {
+		t.Fatal(err)
+	}
 
 	// The embedded store kept nothing: the tokens are gone.
 	stop, logs := runServe(t)
@@ -267,7 +296,32 @@ func TestEmptiedStoreDoesNotReopenTheAPI(t *testing.T) {
 	if code, _, errs := cli("pending"); code != 2 || !strings.Contains(errs, "holds none although it had some") {
 		t.Errorf("pending without a token on the emptied store = %d %q, want refused", code, errs)
 	}
+	if status, body := readyz(t); status != 503 || !strings.Contains(body, "TOKENS LOST") {
+		t.Errorf("/readyz with the tokens lost = %d %s", status, body)
+	}
+	keyFile := os.Getenv("SIGNOFF_KEY")
+	t.Setenv("SIGNOFF_KEY", filepath.Join(t.TempDir(), "no-key")) // the agent has no key
 	if code, out, errs := cli("tokens", "create", "--name", "agent-admin", "--scopes", "admin"); code != 2 {
 		t.Errorf("a 'first' admin token minted from loopback on the emptied store = %d %q %q, want refused", code, out, errs)
 	}
+	// The person restores tokens with their key; the gateway is ready again.
+	t.Setenv("SIGNOFF_KEY", keyFile)
+	if code, _, errs := cli("tokens", "create", "--name", "me", "--scopes", "admin"); code != 0 {
+		t.Fatalf("the person's new token = %d %q", code, errs)
+	}
+	if status, body := readyz(t); status != 200 {
+		t.Errorf("/readyz once the person made a token = %d %s", status, body)
+	}
+}
+
+// readyz is the gateway's /readyz at SIGNOFF_URL.
+func readyz(t *testing.T) (int, string) {
+	t.Helper()
+	resp, err := http.Get(os.Getenv("SIGNOFF_URL") + "/readyz")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b)
 }

@@ -33,6 +33,7 @@ import (
 func (s *Store) tokenKey(id string) string { return s.key("{tokens}", "t", id) }
 func (s *Store) tokenNames() string        { return s.key("{tokens}", "names") }
 func (s *Store) tokenSecret() string       { return s.key("{tokens}", "secret") }
+func (s *Store) tokensClosed() string      { return s.key("{tokens}", "closed") }
 
 // TokenChannel is where every token created or revoked is published, its
 // id as the message, by the script that does it.
@@ -45,14 +46,16 @@ type tokenRecord struct {
 }
 
 // createTokenScript adds a token unless its name is taken, or, with
-// ARGV[5] "first", unless any token exists (it returns -1 then), and
-// publishes its id on the token channel.
-// KEYS: 1 names index, 2 token hash. ARGV: 1 name, 2 id, 3 record JSON,
-// 4 token channel, 5 "first" or "".
+// ARGV[5] "first", unless any token exists (it returns -1 then), sets the
+// closed mark (tokens exist or existed) and publishes its id on the token
+// channel.
+// KEYS: 1 names index, 2 token hash, 3 closed mark. ARGV: 1 name, 2 id,
+// 3 record JSON, 4 token channel, 5 "first" or "".
 var createTokenScript = goredis.NewScript(`
 if ARGV[5] == 'first' and redis.call('HLEN', KEYS[1]) > 0 then return -1 end
 if redis.call('HSETNX', KEYS[1], ARGV[1], ARGV[2]) == 0 then return 0 end
 redis.call('HSET', KEYS[2], 'rec', ARGV[3])
+redis.call('SET', KEYS[3], '1')
 redis.call('PUBLISH', ARGV[4], ARGV[2])
 return 1
 `)
@@ -92,7 +95,7 @@ func (s *Store) createToken(ctx context.Context, t *tokens.Token, first string) 
 	if err != nil {
 		return err
 	}
-	n, err := createTokenScript.Run(ctx, s.rdb, []string{s.tokenNames(), s.tokenKey(t.ID)}, t.Name, t.ID, b, s.TokenChannel(), first).Int()
+	n, err := createTokenScript.Run(ctx, s.rdb, []string{s.tokenNames(), s.tokenKey(t.ID), s.tokensClosed()}, t.Name, t.ID, b, s.TokenChannel(), first).Int()
 	if err != nil {
 		return unavailable("create token", err)
 	}
@@ -215,6 +218,24 @@ func (s *Store) TouchToken(ctx context.Context, id string, at time.Time) error {
 		return unavailable("touch token", err)
 	}
 	s.kept.touched(id, at)
+	return nil
+}
+
+// TokensClosed reports the closed mark: a token was made on this store
+// (a FLUSHALL or a restart without persistence takes it with the rest).
+func (s *Store) TokensClosed(ctx context.Context) (bool, error) {
+	n, err := s.rdb.Exists(ctx, s.tokensClosed()).Result()
+	if err != nil {
+		return false, unavailable("tokens closed", err)
+	}
+	return n == 1, nil
+}
+
+// MarkTokensClosed sets the closed mark.
+func (s *Store) MarkTokensClosed(ctx context.Context) error {
+	if err := s.rdb.Set(ctx, s.tokensClosed(), "1", 0).Err(); err != nil {
+		return unavailable("mark tokens closed", err)
+	}
 	return nil
 }
 
@@ -424,4 +445,25 @@ func (m *tokenMemory) dropLocked() {
 	m.gen++
 	m.has = keptHas{}
 	clear(m.byID)
+}
+
+// OwnerOf returns a stored persona that pubkey (hex) owns: how `signoff
+// tokens` on the store checks that the person who signs is an owner of a
+// persona the gateway loaded (tokens.Owners).
+func (s *Store) OwnerOf(ctx context.Context, pubkey string) (string, bool, error) {
+	names, err := s.rdb.SMembers(ctx, s.key("personas")).Result()
+	if err != nil {
+		return "", false, unavailable("list personas", err)
+	}
+	sort.Strings(names)
+	for _, n := range names {
+		p, err := s.Persona(ctx, n)
+		if err != nil {
+			continue
+		}
+		if name, ok, _ := tokens.OwnersOf([]bot.Persona{p}).OwnerOf(ctx, pubkey); ok {
+			return name, true, nil
+		}
+	}
+	return "", false, nil
 }
