@@ -31,6 +31,7 @@ func TestGeneratedPacksEqualTheYAML(t *testing.T) {
 		if err := os.WriteFile("packs_gen.go", src, 0o644); err != nil {
 			t.Fatal(err)
 		}
+		return // this binary holds the old form; the next run compares
 	}
 	fromYAML, err := ParsePacks(DefaultPacks())
 	if err != nil {

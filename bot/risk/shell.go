@@ -634,6 +634,8 @@ func (w *walker) write(t word, how string) {
 	case harmless:
 	case reason != "":
 		w.add(bot.Dangerous, reason)
+	case w.outside(t.text):
+		w.addID(bot.Dangerous, "writes a file outside the workspace ("+shorten(t.text)+", "+how+")", "shape:write-outside")
 	default:
 		w.add(bot.Caution, "writes a file ("+how+")")
 	}
@@ -727,6 +729,9 @@ func (w *walker) command(args []word, stdin in, cx ctx) {
 			}
 		}
 	}
+	if shapeFor(ok, e) {
+		w.shapes(prog, ok, e, args[1:], stdin)
+	}
 	if !ok {
 		w.unknown(prog, args[1:], cx)
 		return
@@ -783,7 +788,7 @@ func (w *walker) wrapper(prog string, wr *Wrapper, args []word, stdin in, cx ctx
 	rest := args[1:]
 	i := 0
 	skip := wr.Skip
-	placeholder := ""
+	placeholder, ranCode := "", false
 	exact := func(t string) bool { return wr.withArg.hasExact(t) || wr.code.hasExact(t) || wr.query.hasExact(t) }
 	takes := func(o opt) bool { return wr.withArg.takes(o) || wr.code.takes(o) }
 	for i < len(rest) {
@@ -857,6 +862,7 @@ func (w *walker) wrapper(prog string, wr *Wrapper, args []word, stdin in, cx ctx
 			return // command -v: nothing runs
 		}
 		if codeOpt != nil {
+			ranCode = true
 			if codeOpt.next {
 				if i+1 < len(rest) {
 					w.code(rest[i+1], cx, prog+" "+codeOpt.name)
@@ -869,6 +875,15 @@ func (w *walker) wrapper(prog string, wr *Wrapper, args []word, stdin in, cx ctx
 		if next {
 			i++
 		}
+	}
+	if wr.NoCommand && !ranCode && len(wr.Default) > 0 {
+		// script with no -c starts $SHELL: judge what it runs by default
+		cmd := make([]word, 0, len(wr.Default))
+		for _, d := range wr.Default {
+			cmd = append(cmd, word{text: d, static: true})
+		}
+		w.command(cmd, stdin, cx.deeper())
+		return
 	}
 	if wr.NoCommand || i > len(rest) {
 		return
