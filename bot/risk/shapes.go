@@ -54,6 +54,10 @@ func (w *walker) shapes(prog string, known bool, e entry, args []word, stdin in)
 			positional++
 			continue
 		}
+		if i+1 < len(args) && isVCSAlias(args[i+1].text) || isVCSAlias(t) {
+			// --config alias.x='!sh', -c alias.x=!sh: any VCS's shell alias
+			w.addID(bot.Dangerous, "sets an alias that runs a shell command ("+shorten(prog)+")", "shape:exec-option")
+		}
 		name, value, has := strings.Cut(t, "=")
 		next := ""
 		if i+1 < len(args) {
@@ -232,4 +236,10 @@ func isRemote(s string) bool {
 	}
 	i := strings.IndexByte(s, ':')
 	return i > 0 && !strings.ContainsRune(s[:i], '/')
+}
+
+// isVCSAlias: alias.NAME=!command (git, hg, and their kin).
+func isVCSAlias(t string) bool {
+	i := strings.Index(strings.ToLower(t), "alias.")
+	return i >= 0 && strings.Contains(t[i:], "=!")
 }
