@@ -93,7 +93,11 @@ func goLiteral(r *Rules) ([]byte, error) {
 	}
 	body.WriteString("}\nreturn r\n}\n")
 	b.Write(body.Bytes())
-	return format.Source(b.Bytes())
+	src, err := format.Source(b.Bytes())
+	if err != nil {
+		return nil, err
+	}
+	return format.Source(src) // a second pass settles the alignment gofmt wants
 }
 
 type gen struct {
