@@ -201,8 +201,42 @@ func (w *walker) stmt(src string, s *syntax.Stmt, stdin in, cx ctx) {
 			})
 		}
 		w.nested(src, c, cx)
+	case *syntax.TestClause:
+		w.testSubscripts(c.X)
+		w.nested(src, c, cx)
 	default:
 		w.nested(src, c, cx)
+	}
+}
+
+// testSubscripts: [[ ]] evaluates the operands of -eq, -ne, -lt, -le,
+// -gt, -ge and of -v arithmetically, so a literal 'a[$(cmd)]' there runs
+// cmd as surely as one held in a variable.
+func (w *walker) testSubscripts(x syntax.TestExpr) {
+	check := func(e syntax.TestExpr) {
+		if wd, ok := e.(*syntax.Word); ok {
+			if v := viewWord(wd); subscriptInjection(v.text) {
+				w.addID(bot.Dangerous, "holds text that runs a command when bash evaluates it as an array subscript", "shell:subscript-injection")
+			}
+		}
+	}
+	switch e := x.(type) {
+	case *syntax.BinaryTest:
+		switch e.Op {
+		case syntax.TsEql, syntax.TsNeq, syntax.TsLeq, syntax.TsGeq, syntax.TsLss, syntax.TsGtr:
+			check(e.X)
+			check(e.Y)
+		default:
+			w.testSubscripts(e.X)
+			w.testSubscripts(e.Y)
+		}
+	case *syntax.UnaryTest:
+		if e.Op == syntax.TsVarSet || e.Op == syntax.TsRefVar {
+			check(e.X)
+		}
+		w.testSubscripts(e.X)
+	case *syntax.ParenTest:
+		w.testSubscripts(e.X)
 	}
 }
 
@@ -1257,6 +1291,10 @@ func (w *walker) inlineCode(prog string, ip *Interpreter, code string) {
 		words = w.r.DangerousCode
 	}
 	norm := normalizeCode(code)
+	if ip.CodeFirst && awkRedirects(code) {
+		w.addID(bot.Dangerous, "inline "+prog+" code writes a file or runs a command (print > / | )", "interp:awk-redirect")
+		return
+	}
 	for _, d := range words {
 		if strings.Contains(code, d) || strings.Contains(norm, d) {
 			w.addID(bot.Dangerous, "inline "+prog+" code uses "+quote(d), "interp:dangerous-code")
