@@ -377,6 +377,10 @@ func (w *walker) apply(name string, p *Program, args []word, cx ctx, full bool) 
 			if p.DashDash != nil && i+1 < len(args) {
 				rule(p.DashDash.Level, p.DashDash.Reason, p.DashDash.ID)
 			}
+			if p.DashDashCommand && full && i+1 < len(args) {
+				// kubectl run … -- CMD: CMD runs (in a pod), judged as here
+				w.command(args[i+1:], in{}, cx.deeper())
+			}
 			continue
 		}
 		if isNegNumber(t) {

@@ -68,9 +68,12 @@ type Program struct {
 	Writes         *WriteRule          `yaml:"writes"`
 	Verbs          bool                `yaml:"verbs"`
 	DashDash       *ArgRule            `yaml:"dashdash"`
-	ManyArgs       *ArgRule            `yaml:"many_args"` // applies with two or more positional arguments
-	DryRun         []string            `yaml:"dry_run"`
-	Wrapper        *Wrapper            `yaml:"wrapper"`
+	// DashDashCommand: the words after -- are a command the program runs
+	// (kubectl run … -- CMD); they are classified as one.
+	DashDashCommand bool     `yaml:"dashdash_command"`
+	ManyArgs        *ArgRule `yaml:"many_args"` // applies with two or more positional arguments
+	DryRun          []string `yaml:"dry_run"`
+	Wrapper         *Wrapper `yaml:"wrapper"`
 
 	id       string
 	compiled bool // YAML aliases share one rule: it is compiled once, named after its first name
