@@ -4853,8 +4853,9 @@ func generatedRules() *Rules {
 				InplaceFlags:   []string{"-i"},
 			},
 			"php": {CodeFlags: []string{"-r"},
-				OptionsWithArg: []string{"-d", "-c"},
+				OptionsWithArg: []string{"-d", "-c", "-t"},
 				InfoFlags:      []string{"--version", "-v", "--help", "-h"},
+				DangerousFlags: []string{"-S"},
 				ScriptPrograms: map[string]string{
 					"artisan": "artisan",
 				},

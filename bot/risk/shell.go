@@ -704,7 +704,7 @@ func (w *walker) command(args []word, stdin in, cx ctx) {
 	if strings.Contains(prog, "/") {
 		dir := strings.TrimSuffix(path.Dir(prog), "/")
 		if !w.r.bins[dir] {
-			w.add(bot.Dangerous, "runs a script or program by path ("+shorten(prog)+"); the classifier cannot see inside")
+			w.script(name, cx, "runs a script or program by path ("+shorten(prog)+"); the classifier cannot see inside")
 			return
 		}
 		prog = path.Base(prog)
@@ -1062,7 +1062,7 @@ func (w *walker) shellProgram(prog string, args []word, stdin in, cx ctx) {
 				if cflag {
 					code = &args[i+1]
 				} else {
-					w.add(bot.Dangerous, "runs a script file the classifier cannot see ("+shorten(args[i+1].text)+")")
+					w.script(args[i+1], cx, "runs a script file the classifier cannot see ("+shorten(args[i+1].text)+")")
 					return
 				}
 			}
@@ -1093,7 +1093,7 @@ func (w *walker) shellProgram(prog string, args []word, stdin in, cx ctx) {
 		if cflag {
 			code = &args[i]
 		} else {
-			w.add(bot.Dangerous, "runs a script file the classifier cannot see ("+shorten(t)+")")
+			w.script(args[i], cx, "runs a script file the classifier cannot see ("+shorten(t)+")")
 			return
 		}
 		break
@@ -1121,7 +1121,7 @@ func (w *walker) stdinCode(prog string, stdin in, cx ctx, literal func(string)) 
 	case inLiteral:
 		literal(stdin.text)
 	case inFile:
-		w.add(bot.Dangerous, "runs a script file the classifier cannot see ("+shorten(prog+" < "+stdin.what)+")")
+		w.script(word{text: stdin.what, static: true}, cx, "runs a script file the classifier cannot see ("+shorten(prog+" < "+stdin.what)+")")
 	case inPipe:
 		w.add(bot.Dangerous, unseenInput(stdin, prog))
 	default:
@@ -1268,7 +1268,7 @@ func (w *walker) interpreter(prog string, ip *Interpreter, args []word, stdin in
 	case file:
 		w.add(bot.Dangerous, "runs a script file the classifier cannot see ("+prog+" -f)")
 	case script != nil:
-		w.add(bot.Dangerous, "runs a script file the classifier cannot see ("+shorten(script.text)+")")
+		w.script(*script, cx, "runs a script file the classifier cannot see ("+shorten(script.text)+")")
 	case info && stdin.kind == inNone:
 	default:
 		w.stdinCode(prog, stdin, cx, func(text string) { w.inlineCode(prog, ip, text) })
@@ -1415,4 +1415,19 @@ func hasEqSlashTilde(s string) bool {
 		}
 	}
 	return false
+}
+
+// script judges running a script file (./run.sh, bash x.sh, python3
+// x.py). The classifier cannot see inside it. One in the workspace is the
+// agent's own file, like a Makefile or a test: caution, as make and go
+// test are. One outside the workspace, above it, named by a variable, or
+// in the home directory is dangerous.
+func (w *walker) script(t word, cx ctx, reason string) {
+	p := w.resolve(t).text
+	if !t.static || cx.inputArgs || strings.Contains(p, "{") || p == "" || strings.HasPrefix(p, "-") || strings.HasPrefix(p, "!") || w.isShellName(path.Base(p)) || strings.Contains(p, unknownMark) || p == ".." || strings.HasPrefix(p, "../") ||
+		strings.Contains(p, "/../") || w.outside(p) || strings.HasPrefix(p, "/") || strings.HasPrefix(p, "~") {
+		w.add(bot.Dangerous, reason)
+		return
+	}
+	w.addID(bot.Caution, reason+"; it is in the workspace, which the agent can edit", "shell:workspace-script")
 }
