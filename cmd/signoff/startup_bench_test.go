@@ -15,11 +15,12 @@ import (
 // hook and classify may take (p50 against p50, measured in the same run).
 const startupFloor = 3
 
-// BenchmarkStartup starts three processes in turn, many times: a trivial
-// Go program (built here, beside), `signoff classify -- CMD` and `signoff
+// BenchmarkStartup starts four processes in turn, many times: a trivial
+// Go program (built here, beside), signoff with an unknown command (the
+// binary's start with nothing run), `signoff classify -- CMD` and `signoff
 // hook claude-code` with a Bash tool call on stdin (the gateway address
 // refuses at once, so the hook decides locally), and reports each one's
-// p50 start-to-exit and the two ratios next to the floor.
+// p50 start-to-exit and the ratios next to the floor.
 func BenchmarkStartup(b *testing.B) {
 	dir := b.TempDir()
 	bin := filepath.Join(dir, "signoff")
@@ -52,10 +53,13 @@ func BenchmarkStartup(b *testing.B) {
 		args  []string
 		stdin string
 		want  string
+		fails bool
 	}{
-		{"trivial", []string{trivial}, "", "safe"},
-		{"classify", []string{bin, "classify", "--", "git status && ls -la"}, "", "safe"},
-		{"hook", []string{bin, "hook", "claude-code"}, hookInput, "permissionDecision"},
+		{"trivial", []string{trivial}, "", "safe", false},
+		// the binary's own start: every package initialised, no command run
+		{"signoff-unknown-command", []string{bin, "no-such-command"}, "", "", true},
+		{"classify", []string{bin, "classify", "--", "git status && ls -la"}, "", "safe", false},
+		{"hook", []string{bin, "hook", "claude-code"}, hookInput, "permissionDecision", false},
 	}
 	times := make([][]time.Duration, len(runs))
 	for b.Loop() {
@@ -68,7 +72,7 @@ func BenchmarkStartup(b *testing.B) {
 			t0 := time.Now()
 			err := cmd.Run()
 			times[i] = append(times[i], time.Since(t0))
-			if err != nil || !strings.Contains(out.String(), r.want) {
+			if (err != nil) != r.fails || !strings.Contains(out.String(), r.want) {
 				b.Fatalf("%s: %v: %q", r.name, err, out.String())
 			}
 		}
@@ -79,7 +83,8 @@ func BenchmarkStartup(b *testing.B) {
 		p50[i] = float64(times[i][len(times[i])/2].Microseconds()) / 1000
 		b.ReportMetric(p50[i], runs[i].name+"-p50-ms")
 	}
-	b.ReportMetric(p50[1]/p50[0], "classify/trivial")
-	b.ReportMetric(p50[2]/p50[0], "hook/trivial")
+	b.ReportMetric(p50[2]/p50[0], "classify/trivial")
+	b.ReportMetric(p50[3]/p50[0], "hook/trivial")
+	b.ReportMetric(p50[1]/p50[0], "signoff-unknown-command/trivial")
 	b.ReportMetric(startupFloor, "floor-ratio")
 }
