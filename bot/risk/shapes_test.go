@@ -1,6 +1,7 @@
 package risk
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/signoff/signoff/bot"
@@ -135,4 +136,27 @@ func TestShapesLeaveEverydayCommandsAlone(t *testing.T) {
 			t.Errorf("Command(%q) = %s %q, want %s", cmd, got.Level, got.Reasons, want)
 		}
 	}
+}
+
+// FuzzCodeScanners feeds the scanners of inline code that the shapes added
+// (awk print redirections, always-true WHERE, array subscripts, VCS shell
+// aliases) arbitrary text: they must not panic, and what they find must
+// hold up through Command.
+func FuzzCodeScanners(f *testing.F) {
+	for _, s := range []string{`BEGIN{f="/etc/profile"; print "x" > f}`, `{print ($1 > 5)}`, `print "\"" | c`,
+		"DELETE FROM T WHERE 1=1", "UPDATE T SET A=1 WHERE ID=ID OR 1 = 1", "a[$(id)]", "alias.x=!sh", "print", `"`} {
+		f.Add(s)
+	}
+	c := Default()
+	f.Fuzz(func(t *testing.T, s string) {
+		if awkRedirects(s) && !strings.ContainsAny(s, ">|") {
+			t.Fatalf("awkRedirects(%q) without > or |", s)
+		}
+		alwaysTrue(strings.Fields(strings.ToUpper(s)))
+		subscriptInjection(s)
+		if isVCSAlias(s) && !strings.Contains(s, "=!") {
+			t.Fatalf("isVCSAlias(%q) without =!", s)
+		}
+		checkAssessment(t, "Command", c.Command("awk '"+strings.ReplaceAll(s, "'", "")+"'"))
+	})
 }
