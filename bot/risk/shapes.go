@@ -79,7 +79,9 @@ func (w *walker) shapes(prog string, known bool, e entry, args []word, stdin in)
 			w.addID(bot.Dangerous, "an option runs a program or code ("+shorten(prog+" "+name)+")", "shape:exec-option")
 		case optIn(&g.lib, name):
 			w.addID(bot.Dangerous, "an option loads a library or plugin ("+shorten(prog+" "+name)+")", "shape:library-load")
-		case optIn(&g.output, name):
+		case optIn(&g.output, name) && (!known || has || strings.HasPrefix(name, "--") || takesValue(e, t)):
+			// a known program's short option writes only if its rule says
+			// the option takes a value: ls -o and du -o name no file
 			v := value
 			if !has {
 				v = next
@@ -242,4 +244,16 @@ func isRemote(s string) bool {
 func isVCSAlias(t string) bool {
 	i := strings.Index(strings.ToLower(t), "alias.")
 	return i >= 0 && strings.Contains(t[i:], "=!")
+}
+
+// takesValue: the pack's rule for a known program says option t takes
+// the next word as its value.
+func takesValue(e entry, t string) bool {
+	if e.prog == nil {
+		return false
+	}
+	if e.prog.withArg.hasExact(t) {
+		return true
+	}
+	return len(t) == 2 && e.prog.withArg.short[t[1]]
 }
