@@ -268,11 +268,13 @@ type GenericRules struct {
 	ShellNames       []string `yaml:"shell_names"`
 	NetworkPrograms  []string `yaml:"network_programs"`
 	CopyPrograms     []string `yaml:"copy_programs"`
+	Installers       []string `yaml:"package_installers"`
+	LocalPackages    []string `yaml:"local_packages"`
 
 	confirm, dry, help, prod optSet
 	exec, code, lib, output  optSet
 	shellSub, shells, net    map[string]bool
-	copy                     map[string]bool
+	copy, installers         map[string]bool
 	verbIdx                  map[string][]verbRule // lower-case verb → its rules, in name order
 }
 
@@ -521,6 +523,7 @@ func (r *Rules) compile() error {
 	g.lib, g.output = newOptSet(g.LibraryOptions), newOptSet(g.OutputOptions)
 	g.shellSub, g.shells = stringSet(g.ShellSubcommands), stringSet(g.ShellNames)
 	g.net, g.copy = stringSet(g.NetworkPrograms), stringSet(g.CopyPrograms)
+	g.installers = stringSet(g.Installers)
 	g.verbIdx = map[string][]verbRule{}
 	for _, k := range sortedKeys(g.Verbs) {
 		key := strings.ToLower(k)

@@ -63,6 +63,10 @@ func (w *walker) shapes(prog string, known bool, e entry, args []word, stdin in)
 		if i+1 < len(args) {
 			next = args[i+1].text
 		}
+		if !known && (strings.Contains(strings.ToLower(next), "command=") || strings.Contains(strings.ToLower(value), "command=")) {
+			// -o ssh_command=PROG, --opt=proxycommand=…: a program to run
+			w.addID(bot.Dangerous, "an option names a command to run ("+shorten(prog+" "+t)+")", "shape:exec-option")
+		}
 		if has {
 			w.shellWord(prog, value, !known)
 		} else if !strings.HasPrefix(t, "--") && len(t) > 2 && !g.exec.hasExact(t) && !g.lib.hasExact(t) && !g.output.hasExact(t) {
@@ -106,6 +110,14 @@ func (w *walker) shapes(prog string, known bool, e entry, args []word, stdin in)
 	}
 	if g.copy[prog] {
 		w.remoteCopy(prog, args)
+	}
+	if g.installers[prog] {
+		for _, a := range args {
+			if !isOption(a.text) && globAny(g.LocalPackages, strings.ToLower(path.Base(a.text))) {
+				w.addID(bot.Dangerous, "installs a package file, whose install scripts run as root ("+shorten(a.text)+")", "shape:local-package")
+				break
+			}
+		}
 	}
 }
 

@@ -73,6 +73,13 @@ var issue28Shapes = []string{
 	`frobnicate -o /etc/cron.d/x`,
 	`frobnicate --output=~/.ssh/authorized_keys`,
 	`sed -i s/a/b/ ~/.bashrc`,
+	`dnf install -y ./x-1.0-1.noarch.rpm`,
+	`apt install ./evil.deb`,
+	`rpm -ivh x.rpm`,
+	`dpkg -i x.deb`,
+	`apt-get update -o APT::Update::Pre-Invoke::=/tmp/x`,
+	`frobfs -o ssh_command=/tmp/x host: /mnt`,
+	`rc`,
 }
 
 func TestAgentCannotUseSiblingsOfTaughtEvasions(t *testing.T) {
@@ -110,6 +117,9 @@ func TestShapesLeaveEverydayCommandsAlone(t *testing.T) {
 		`awk '{print ($1 > 5)}' data.txt`:             bot.Safe,
 		`psql -c 'delete from users where id=1'`:      bot.Caution,
 		`ps -o pid,cmd`:                               bot.Safe,
+		`dpkg -l`:                                     bot.Safe,
+		`rpm -qa`:                                     bot.Safe,
+		`apt install ripgrep`:                         bot.Caution,
 		`ls -o /etc`:                                  bot.Safe,
 		`du -o /etc`:                                  bot.Safe,
 		`grep -o foo /etc/hosts`:                      bot.Safe,
