@@ -151,6 +151,7 @@ type Wrapper struct {
 	QueryFlags     []string   `yaml:"query_flags"`
 	InputArgs      bool       `yaml:"input_args"`
 	NoCommand      bool       `yaml:"no_command"`
+	WritesArgs     bool       `yaml:"writes_args"` // with no_command: the operands are files written (script FILE)
 	Default        []string   `yaml:"default"`
 	InputCommands  bool       `yaml:"input_commands"`
 	Cwd            string     `yaml:"cwd"`               // where the wrapped command runs (ssh: the remote home)

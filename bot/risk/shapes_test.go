@@ -80,6 +80,9 @@ var issue28Shapes = []string{
 	`apt-get update -o APT::Update::Pre-Invoke::=/tmp/x`,
 	`frobfs -o ssh_command=/tmp/x host: /mnt`,
 	`rc`,
+	`rpm --pipe 'sh 0<&1'`,
+	`script -q -c 'ls' ~/.bashrc`,
+	`script -q -c 'ls' /etc/motd`,
 }
 
 func TestAgentCannotUseSiblingsOfTaughtEvasions(t *testing.T) {

@@ -106,6 +106,14 @@ func (w *walker) wrapper(prog string, wr *Wrapper, args []word, stdin in, cx ctx
 			i++
 		}
 	}
+	if wr.WritesArgs && i < len(rest) {
+		// script … FILE: the operands are files it writes
+		for _, a := range rest[i:] {
+			if !isOption(a.text) {
+				w.write(a, prog)
+			}
+		}
+	}
 	if wr.NoCommand && !ranCode && len(wr.Default) > 0 {
 		// script with no -c starts $SHELL: judge what it runs by default
 		cmd := make([]word, 0, len(wr.Default))
