@@ -93,11 +93,13 @@ func (w *walker) read(t word) {
 
 // write checks a word that is written as a file.
 func (w *walker) write(t word, how string) {
+	remote := false
 	if i := strings.IndexByte(t.text, ':'); i > 0 && !strings.ContainsRune(t.text[:i], '/') {
 		t.text = t.text[i+1:] // host:path (scp, rsync): the remote path
 		if t.text == "" {
 			t.text = "~"
 		}
+		remote = true // its dotfiles and system paths count; "outside the workspace" does not
 	}
 	t = w.resolve(t)
 	if t.text == "/" || t.text == "/." {
@@ -109,7 +111,7 @@ func (w *walker) write(t word, how string) {
 	case harmless:
 	case reason != "":
 		w.add(bot.Dangerous, reason)
-	case w.outside(t.text):
+	case !remote && w.outside(t.text):
 		w.addID(bot.Dangerous, "writes a file outside the workspace ("+shorten(t.text)+", "+how+")", "shape:write-outside")
 	default:
 		w.add(bot.Caution, "writes a file ("+how+")")

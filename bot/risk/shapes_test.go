@@ -133,6 +133,7 @@ func TestShapesLeaveEverydayCommandsAlone(t *testing.T) {
 		`uniq in.txt out.txt`:                         bot.Caution,
 		`uniq in.txt`:                                 bot.Safe,
 		`mypy --junit-xml report.xml x.py`:            bot.Caution,
+		`scp host1:a.txt host2:/srv/`:                 bot.Caution,
 		`scp user@host:file.txt .`:                    bot.Caution,
 		`kubectl run x --image=busybox -- sleep 3600`: bot.Caution,
 		`fzf --preview 'cat {}'`:                      bot.Caution,
