@@ -100,9 +100,6 @@ func (w *walker) shapes(prog string, known bool, e entry, args []word, stdin in)
 			w.addID(bot.Dangerous, "an option runs code ("+shorten(prog+" "+t)+")", "shape:exec-option")
 		}
 	}
-	if !known && strings.HasSuffix(prog, ".so") {
-		w.addID(bot.Dangerous, "loads a shared library", "shape:library-load")
-	}
 	if stdin.kind == inFile && g.net[prog] {
 		if _, harmless := w.r.writeReason(stdin.what); !harmless {
 			w.addID(bot.Dangerous, "sends a local file to another host ("+shorten(prog+" < "+stdin.what)+")", "shape:upload")
