@@ -147,7 +147,7 @@ func TestDecisionTable(t *testing.T) {
 		{name: "last match wins inside a layer", cwd: app, cmd: "git push origin docs", want: "allow", by: permissions.ByAllowRule},
 		{name: "workspace over persona", cwd: infra, cmd: "git push origin main", want: "allow", by: permissions.ByAllowRule},
 		{name: "workspace deny", cwd: infra, cmd: "make deploy", want: "deny", by: permissions.ByDenyRule},
-		{name: "workspace rules do not apply outside it", cwd: app, cmd: "make deploy", want: "allow", by: permissions.BySafe},
+		{name: "workspace rules do not apply outside it", cwd: app, cmd: "make deploy", want: "allow", by: permissions.ByCaution}, // make runs the Makefile: caution (issue 28)
 		{name: "allow wildcard does not cover a dangerous command", cwd: infra, cmd: "git push --force origin main", want: "ask", by: permissions.ByPeople},
 		{name: "allow wildcard, dangerous terraform apply asks", cwd: app, cmd: "terraform apply", want: "ask", by: permissions.ByPeople},
 		{name: "exact allow covers a dangerous command", cwd: app, cmd: "terraform apply -target=module.dns", want: "allow", by: permissions.ByAllowRule},

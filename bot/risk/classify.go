@@ -17,9 +17,12 @@ type Classifier struct {
 
 var _ bot.Classifier = (*Classifier)(nil)
 
+// defaultClassifier compiles the embedded packs from their Go form
+// (packs_gen.go, held equal to the YAML by a test): a process that
+// classifies one command does not parse YAML.
 var defaultClassifier = sync.OnceValue(func() *Classifier {
-	r, err := ParsePacks(DefaultPacks())
-	if err != nil {
+	r := generatedRules()
+	if err := r.compile(); err != nil {
 		return &Classifier{bad: "embedded risk rules are invalid: " + err.Error()}
 	}
 	return &Classifier{rules: r}

@@ -17,9 +17,18 @@
 // $'rm' are rm. A compound command is as dangerous as its worst part.
 //
 // What cannot be seen through is dangerous — fail closed: eval, source, a
-// command name from a variable or substitution, a script run by path or
-// by an interpreter, code piped into a shell or interpreter (curl | sh,
-// base64 -d | sh), and anything that does not parse.
+// command name from a variable or substitution, a script outside the
+// workspace run by path or by an interpreter, code piped into a shell or
+// interpreter (curl | sh, base64 -d | sh), and anything that does not
+// parse. What runs code from files the agent can edit — a script in the
+// workspace, make, go test, npm test, cargo, pytest — is caution, never
+// safe.
+//
+// Shapes (shapes.go) judge any program by its words, named by a pack or
+// not: a shell or interpreter handed to it, an option that runs a program
+// or loads a library, a file written by an option (as a redirection's
+// target: outside the workspace, a dotfile or a guard file is dangerous),
+// a local file sent to another host. The packs hold the option names.
 //
 // The rules are data: packs in configs/rules/*.yaml, one per family of
 // programs, embedded by default (Default) and overridable from a

@@ -13,7 +13,7 @@ func Example() {
 	a := c.Command(`git status && bash -c 'r""m -rf ~'`)
 	fmt.Println(a.Level, a.Reasons)
 
-	a = c.Command("go test ./... 2>&1 | tail -5")
+	a = c.Command("go vet ./... 2>&1 | tail -5")
 	fmt.Println(a.Level, a.Reasons)
 
 	a = c.ToolCall("Read", json.RawMessage(`{"file_path":"/home/alice/.ssh/id_ed25519"}`), "/home/alice/proj")

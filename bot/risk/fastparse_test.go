@@ -2,6 +2,7 @@ package risk
 
 import (
 	"fmt"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -103,6 +104,12 @@ func TestFastPathsMatchParserOnCorpus(t *testing.T) {
 			if !strings.HasPrefix(l.cmd, "tool:") {
 				cmds = append(cmds, l.cmd)
 			}
+		}
+	}
+	held, _ := filepath.Glob("testdata/heldout/*.tsv")
+	for _, f := range held {
+		for _, r := range readHeldOut(t, f) {
+			cmds = append(cmds, r.cmd)
 		}
 	}
 	fast, plain := 0, 0

@@ -34,6 +34,9 @@ func FuzzCommand(f *testing.F) {
 			f.Add(l.cmd)
 		}
 	}
+	for _, cmd := range append(issue28Evasions, issue28Shapes...) {
+		f.Add(cmd) // the shapes, awk redirections, WHERE tautologies, [[ ]] subscripts
+	}
 	c := Default()
 	f.Fuzz(func(t *testing.T, cmd string) {
 		a := c.Command(cmd)

@@ -107,6 +107,19 @@ func ParseRules(data []byte) (*Rules, error) {
 // are joined, and a name (program, wrapper, tool …) given by two packs is
 // an error naming both.
 func ParsePacks(packs []Pack) (*Rules, error) {
+	acc, err := mergePacks(packs)
+	if err != nil {
+		return nil, err
+	}
+	if err := acc.compile(); err != nil {
+		return nil, err
+	}
+	return acc, nil
+}
+
+// mergePacks parses packs and merges them, uncompiled: the form
+// packs_gen.go holds for the embedded packs.
+func mergePacks(packs []Pack) (*Rules, error) {
 	var acc Rules
 	acc.origin = map[string]string{}
 	for _, p := range packs {
@@ -123,9 +136,6 @@ func ParsePacks(packs []Pack) (*Rules, error) {
 		}
 	}
 	acc.Pack = ""
-	if err := acc.compile(); err != nil {
-		return nil, err
-	}
 	return &acc, nil
 }
 

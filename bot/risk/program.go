@@ -377,6 +377,10 @@ func (w *walker) apply(name string, p *Program, args []word, cx ctx, full bool) 
 			if p.DashDash != nil && i+1 < len(args) {
 				rule(p.DashDash.Level, p.DashDash.Reason, p.DashDash.ID)
 			}
+			if p.DashDashCommand && full && i+1 < len(args) {
+				// kubectl run … -- CMD: CMD runs (in a pod), judged as here
+				w.command(args[i+1:], in{}, cx.deeper())
+			}
 			continue
 		}
 		if isNegNumber(t) {
@@ -749,7 +753,7 @@ func (w *walker) sql(prog, text string) {
 			if !containsWord(verbs, k.key) {
 				continue
 			}
-			if !containsWord(f, "WHERE") {
+			if !containsWord(f, "WHERE") || alwaysTrue(f) {
 				w.add(bot.Dangerous, k.reason)
 			}
 		}
@@ -843,3 +847,31 @@ func (w *walker) unknown(prog string, args []word, cx ctx) {
 }
 
 var sqlWords = map[string]bool{"DROP": true, "DELETE": true, "TRUNCATE": true, "UPDATE": true, "ALTER": true, "INSERT": true, "GRANT": true, "REVOKE": true, "CREATE": true, "SELECT": true, "REPLACE": true, "MERGE": true}
+
+// alwaysTrue reports whether a statement's WHERE holds for every row:
+// WHERE 1=1, WHERE TRUE, WHERE 1, WHERE x=x, WHERE 'a'='a', or any
+// condition joined by OR to one of these. f is the statement's words,
+// upper-cased by stripSQL.
+func alwaysTrue(f []string) bool {
+	at := -1
+	for i, w := range f {
+		if w == "WHERE" {
+			at = i
+		}
+	}
+	if at < 0 {
+		return false
+	}
+	cond := strings.Join(f[at+1:], " ")
+	for _, part := range strings.Split(cond, " OR ") {
+		p := strings.Trim(strings.ReplaceAll(part, " ", ""), "()")
+		switch p {
+		case "TRUE", "1", "NOT0", "NOTFALSE":
+			return true
+		}
+		if l, r, ok := strings.Cut(p, "="); ok && l != "" && l == r && !strings.ContainsAny(l, "=<>!") {
+			return true
+		}
+	}
+	return false
+}

@@ -68,9 +68,12 @@ type Program struct {
 	Writes         *WriteRule          `yaml:"writes"`
 	Verbs          bool                `yaml:"verbs"`
 	DashDash       *ArgRule            `yaml:"dashdash"`
-	ManyArgs       *ArgRule            `yaml:"many_args"` // applies with two or more positional arguments
-	DryRun         []string            `yaml:"dry_run"`
-	Wrapper        *Wrapper            `yaml:"wrapper"`
+	// DashDashCommand: the words after -- are a command the program runs
+	// (kubectl run … -- CMD); they are classified as one.
+	DashDashCommand bool     `yaml:"dashdash_command"`
+	ManyArgs        *ArgRule `yaml:"many_args"` // applies with two or more positional arguments
+	DryRun          []string `yaml:"dry_run"`
+	Wrapper         *Wrapper `yaml:"wrapper"`
 
 	id       string
 	compiled bool // YAML aliases share one rule: it is compiled once, named after its first name
@@ -148,6 +151,7 @@ type Wrapper struct {
 	QueryFlags     []string   `yaml:"query_flags"`
 	InputArgs      bool       `yaml:"input_args"`
 	NoCommand      bool       `yaml:"no_command"`
+	WritesArgs     bool       `yaml:"writes_args"` // with no_command: the operands are files written (script FILE)
 	Default        []string   `yaml:"default"`
 	InputCommands  bool       `yaml:"input_commands"`
 	Cwd            string     `yaml:"cwd"`               // where the wrapped command runs (ssh: the remote home)
@@ -252,7 +256,26 @@ type GenericRules struct {
 	ProdVerbs    []string          `yaml:"prod_verbs"`
 	ProdFlags    []string          `yaml:"prod_flags"`
 
+	// Shapes (shapes.go): options that run a program or code, short
+	// options that run code when given code, options that load a library,
+	// options that name a file written, subcommands that start a shell,
+	// names of shells and interpreters no section lists, programs that
+	// talk to other hosts, and programs that copy files to them.
+	ExecOptions      []string `yaml:"exec_options"`
+	CodeOptions      []string `yaml:"code_options"`
+	LibraryOptions   []string `yaml:"library_options"`
+	OutputOptions    []string `yaml:"output_options"`
+	ShellSubcommands []string `yaml:"shell_subcommands"`
+	ShellNames       []string `yaml:"shell_names"`
+	NetworkPrograms  []string `yaml:"network_programs"`
+	CopyPrograms     []string `yaml:"copy_programs"`
+	Installers       []string `yaml:"package_installers"`
+	LocalPackages    []string `yaml:"local_packages"`
+
 	confirm, dry, help, prod optSet
+	exec, code, lib, output  optSet
+	shellSub, shells, net    map[string]bool
+	copy, installers         map[string]bool
 	verbIdx                  map[string][]verbRule // lower-case verb → its rules, in name order
 }
 
@@ -497,6 +520,11 @@ func (r *Rules) compile() error {
 	g.dry = newOptSet(g.DryRun)
 	g.help = newOptSet(g.Help)
 	g.prod = newOptSet(g.ProdFlags)
+	g.exec, g.code = newOptSet(g.ExecOptions), newOptSet(g.CodeOptions)
+	g.lib, g.output = newOptSet(g.LibraryOptions), newOptSet(g.OutputOptions)
+	g.shellSub, g.shells = stringSet(g.ShellSubcommands), stringSet(g.ShellNames)
+	g.net, g.copy = stringSet(g.NetworkPrograms), stringSet(g.CopyPrograms)
+	g.installers = stringSet(g.Installers)
 	g.verbIdx = map[string][]verbRule{}
 	for _, k := range sortedKeys(g.Verbs) {
 		key := strings.ToLower(k)
@@ -785,4 +813,12 @@ func (r *Rules) tool(name string) *Tool {
 		return nil
 	}
 	return r.Tools[best]
+}
+
+func stringSet(list []string) map[string]bool {
+	m := make(map[string]bool, len(list))
+	for _, s := range list {
+		m[s] = true
+	}
+	return m
 }

@@ -593,3 +593,58 @@ func (w *walker) ddCommand(args []word, _ in, _ ctx) bool {
 	}
 	return true
 }
+
+// awkRedirects reports whether awk code sends a print or printf to a file
+// or a command: in awk's grammar a >, >> or | outside parentheses and
+// strings in a print statement's list is a redirection, whatever follows
+// it (a literal file name, a variable, a concatenation).
+func awkRedirects(code string) bool {
+	for i := 0; i < len(code); i++ {
+		if !awkWordAt(code, i, "print") {
+			continue
+		}
+		depth, inStr := 0, false
+		for j := i + 5; j < len(code); j++ {
+			c := code[j]
+			if inStr {
+				if c == '\\' {
+					j++
+				} else if c == '"' {
+					inStr = false
+				}
+				continue
+			}
+			switch c {
+			case '"':
+				inStr = true
+			case '(':
+				depth++
+			case ')':
+				depth--
+			case '>', '|':
+				if depth <= 0 {
+					return true
+				}
+			case ';', '}', '\n':
+				j = len(code)
+			}
+		}
+	}
+	return false
+}
+
+// awkWordAt: the keyword kw (or kw+"f") starts at i as a whole word.
+func awkWordAt(s string, i int, kw string) bool {
+	if !strings.HasPrefix(s[i:], kw) || i > 0 && isIdentByte(s[i-1]) {
+		return false
+	}
+	end := i + len(kw)
+	if end < len(s) && s[end] == 'f' {
+		end++
+	}
+	return end >= len(s) || !isIdentByte(s[end])
+}
+
+func isIdentByte(c byte) bool {
+	return c == '_' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9'
+}
