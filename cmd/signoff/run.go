@@ -89,20 +89,32 @@ func runCmd(ctx context.Context, a *app, args []string) int {
 		return a.failf("%v: the agent's hook could not trust any answer (run `signoff serve` once on this machine, or set SIGNOFF_GATEWAY_KEY)", err)
 	}
 
-	// The sandbox's own token, made with the person's: never theirs, never
-	// admin, revoked when the agent ends.
+	// The sandbox's own token, when the gateway wants tokens: made by the
+	// person (their key, NIP-98, or their admin token), never theirs, never
+	// admin, revoked when the agent ends. A gateway still open on loopback
+	// (no token made yet) gets none: the door passes only agent routes.
 	token := ""
-	if cfg.Token != "" {
-		name := "run-" + p.Name + "-" + randomHex(4)
-		ct, err := client.CreateToken(ctx, httpapi.NewToken{Name: name, Scopes: sandbox.AgentScopes, Personas: []string{p.Name}, Expires: "24h"})
+	if !gatewayOpen(ctx, cfg.URL) {
+		sign, err := personAuth(a, cfg)
 		if err != nil {
-			return a.failf("cannot make the sandbox's token with yours (SIGNOFF_TOKEN needs the admin scope): %v", err)
+			return a.fail(err)
+		}
+		if sign == nil && cfg.Token == "" {
+			return a.failf("the gateway at %s wants tokens: signoff run makes the sandbox's own with your key (SIGNOFF_KEY, the key `signoff init` wrote, or SIGNOFF_BUNKER) or your admin token (SIGNOFF_TOKEN), and found neither", cfg.URL)
+		}
+		admin := cfg.client(a.stderr)
+		admin.Person = sign
+		name := "run-" + p.Name + "-" + randomHex(4)
+		ct, err := admin.CreateToken(ctx, httpapi.NewToken{Name: name, Scopes: sandbox.AgentScopes, Personas: []string{p.Name}, Expires: "24h"})
+		if err != nil {
+			return a.failf("cannot make the sandbox's token: %v", err)
 		}
 		token = ct.Token
+		client.Token = token // the proxy files drafts as the sandbox
 		defer func() {
 			rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 			defer cancel()
-			if err := client.RevokeToken(rctx, name); err != nil {
+			if err := admin.RevokeToken(rctx, name); err != nil {
 				fmt.Fprintf(a.stderr, "signoff run: could not revoke the sandbox's token %s: %v (revoke it: signoff tokens revoke %s)\n", name, err, name)
 			}
 		}()
@@ -186,6 +198,23 @@ func runCmd(ctx context.Context, a *app, args []string) int {
 		return a.fail(err)
 	}
 	return code
+}
+
+// gatewayOpen reports whether the gateway takes a call with no token (on
+// loopback, before any token exists).
+func gatewayOpen(ctx context.Context, base string) bool {
+	ctx, cancel := context.WithTimeout(ctx, 3*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, base+"/v1/requests?status=pending", nil)
+	if err != nil {
+		return false
+	}
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return false
+	}
+	res.Body.Close()
+	return res.StatusCode == http.StatusOK
 }
 
 // gatewayUp checks that the gateway at base answers /healthz.

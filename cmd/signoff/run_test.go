@@ -684,3 +684,43 @@ echo done`)
 		t.Errorf("TIOCSTI was not refused:\n%s", out)
 	}
 }
+
+// TestRunMakesTheSandboxATokenOfItsOwn: once the person uses tokens, the
+// sandbox's door carries a token made for it (agent scopes, this persona)
+// with the person's key — the agent never sees it, nor the person's — and
+// it is revoked when the agent ends.
+func TestRunMakesTheSandboxATokenOfItsOwn(t *testing.T) {
+	w := newWorld(t)
+	out, err := w.cmd(w.ws, "signoff", "tokens", "create", "--name", "me", "--scopes", "admin").CombinedOutput()
+	if err != nil {
+		t.Fatalf("the person's first token: %v\n%s", err, out)
+	}
+	lines := strings.Split(strings.TrimSpace(string(out)), "\n")
+	personToken := lines[len(lines)-1]
+	res, err := http.Get(w.url + "/v1/requests?status=pending")
+	must(t, err)
+	res.Body.Close()
+	if res.StatusCode != http.StatusUnauthorized {
+		t.Fatalf("a call without a token once one exists = %d", res.StatusCode)
+	}
+	port := w.url[strings.LastIndex(w.url, ":")+1:]
+	code, runOut := w.run(`
+echo "list: $(curl -s -o /dev/null -w '%{http_code}' --noproxy '*' http://127.0.0.1:` + port + `/v1/requests?status=pending)"
+echo "self: $(curl -s --noproxy '*' http://127.0.0.1:` + port + `/v1/tokens/self)"
+echo "tokens: $(curl -s -o /dev/null -w '%{http_code}' --noproxy '*' -H 'Authorization: Bearer ` + personToken + `' http://127.0.0.1:` + port + `/v1/tokens)"
+env | grep -c sgn_ ; echo done`)
+	if code != 0 || !strings.Contains(runOut, "done") {
+		t.Fatalf("run = %d:\n%s", code, runOut)
+	}
+	for _, want := range []string{"list: 200", `"scopes":["request","check","read:requests","net:request"]`, `"personas":["demo"]`, "tokens: 403", "\n0\ndone"} {
+		if !strings.Contains(runOut, want) {
+			t.Errorf("no %q:\n%s", want, runOut)
+		}
+	}
+	c := w.cmd(w.ws, "signoff", "tokens")
+	c.Env = append(c.Env, "SIGNOFF_TOKEN="+personToken)
+	list, _ := c.CombinedOutput()
+	if strings.Contains(string(list), "run-demo") && !strings.Contains(string(list), "revoked") {
+		t.Errorf("the sandbox's token outlived the agent:\n%s", list)
+	}
+}
