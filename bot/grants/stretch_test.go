@@ -89,7 +89,7 @@ func TestGrantNeverStretches(t *testing.T) {
 // operands, the options kept and what would widen.
 func TestGrantTextSaysWhatItCovers(t *testing.T) {
 	for line, want := range map[string][]string{
-		"ssh prod sudo systemctl restart nginx":   {"`systemctl restart` run through `ssh prod` then `sudo`", "on `nginx` only", "no options", "asks again"},
+		"ssh prod sudo systemctl restart nginx":    {"`systemctl restart` run through `ssh prod` then `sudo`", "on `nginx` only", "no options", "asks again"},
 		"terraform destroy -target=module.scratch": {"`terraform destroy`", "keeping `-target`", "-destroy: destroys every resource", "with no operands"},
 		"kubectl delete pod x":                     {"on `pod` only (the same kind; at most 2 operands", "--all: acts on every resource of the kind", "may add `--dry-run`"},
 		"truncate log.txt":                         {"on paths inside `/srv/app/log.txt` (at most 1)"},
