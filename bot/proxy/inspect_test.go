@@ -114,6 +114,7 @@ func TestAgentCannotWriteThroughAReadOnlyHTTPSDoor(t *testing.T) {
 		{"DELETE /index.html", []string{"-X", "DELETE", up.URL + "/index.html"}},
 		{"GET /admin", []string{up.URL + "/admin"}},
 		{"GET /index.html/../admin", []string{"--path-as-is", up.URL + "/index.html/../admin"}},
+		{"GET /index.html for another Host", []string{"-H", "Host: admin.internal", up.URL + "/index.html"}},
 	} {
 		// With the CA trusted, and with -k: the attacker needs no trust.
 		for _, extra := range [][]string{nil, {"-k"}} {
