@@ -22,6 +22,22 @@ func proxyCmd(ctx context.Context, a *app, args []string) int {
 	listen := fs.String("listen", "127.0.0.1:8181", "address to serve the proxy on")
 	persona := fs.String("persona", "", "persona the drafts are filed for (default $SIGNOFF_PERSONA)")
 	maxConns := fs.Int("max-conns", 512, "clients served at once")
+	fs.Usage = func() {
+		fmt.Fprint(a.stderr, `usage: signoff proxy [--listen 127.0.0.1:8181] [--persona P]
+
+HTTPS to a door that names methods or paths (read-only included) is
+inspected: the proxy opens TLS with its local CA ($SIGNOFF_DATA_DIR/proxy-ca.pem,
+key proxy-ca.key mode 0600, made on first start) and checks each request; a
+door with every method is a plain tunnel. Clients trust the CA through
+$SIGNOFF_DATA_DIR/proxy-ca-bundle.pem (system roots + the CA) named by
+SSL_CERT_FILE, NODE_EXTRA_CA_CERTS, REQUESTS_CA_BUNDLE, CURL_CA_BUNDLE and
+GIT_SSL_CAINFO; one that does not gets a TLS failure, never a tunnel
+(docs/network.md).
+
+flags:
+`)
+		fs.PrintDefaults()
+	}
 	if code, ok := parse(fs, args); !ok {
 		return code
 	}
