@@ -101,6 +101,17 @@ type GrantScope struct {
 	TTL time.Duration `json:"ttl"`
 }
 
+// Clone returns a deep copy of s.
+func (s GrantScope) Clone() *GrantScope {
+	c := s
+	for _, p := range []*[]string{&c.Wrappers, &c.Options, &c.MayAdd, &c.Keep, &c.NotAdded, &c.Operands, &c.Reasons} {
+		if *p != nil {
+			*p = append([]string{}, (*p)...)
+		}
+	}
+	return &c
+}
+
 // Text is the scope in words, as the card and `signoff grants` show it.
 func (s GrantScope) Text() string {
 	var what string
