@@ -50,6 +50,15 @@ type Program struct {
 	Harmless       []string          `yaml:"harmless"`
 	Widens         map[string]string `yaml:"widens"`
 	Operands       string            `yaml:"operands"`
+	// Examples are the program's own cases, run by the package's tests.
+	Examples []Example `yaml:"examples"`
+}
+
+// Example is a granted call with later calls it must and must not cover.
+type Example struct {
+	Grant  string   `yaml:"grant"`
+	Covers []string `yaml:"covers"`
+	Not    []string `yaml:"not"`
 }
 
 // Operand rules (Program.Operands, bot.GrantScope.OperandRule).

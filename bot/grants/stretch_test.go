@@ -129,3 +129,36 @@ func TestKnowledgeRejectsBadFiles(t *testing.T) {
 		}
 	}
 }
+
+// TestStretchExamples runs the examples written beside each program in
+// stretch.yaml.
+func TestStretchExamples(t *testing.T) {
+	n := 0
+	for name, p := range grants.Default.Programs {
+		for _, ex := range p.Examples {
+			if strings.Fields(ex.Grant)[0] != name {
+				continue // an alias (tofu: terraform's) shares the examples
+			}
+			n++
+			t.Run(name+"/"+ex.Grant, func(t *testing.T) {
+				s := grants.ScopeOf(bash(ex.Grant), time.Hour)
+				if s == nil || s.Exact != "" || s.Program != name {
+					t.Fatalf("scope of %q = %+v, want a %s scope", ex.Grant, s, name)
+				}
+				for _, line := range append([]string{ex.Grant}, ex.Covers...) {
+					if !grants.Covers(*s, bash(line)) {
+						t.Errorf("%q does not cover %q", ex.Grant, line)
+					}
+				}
+				for _, line := range ex.Not {
+					if grants.Covers(*s, bash(line)) {
+						t.Errorf("%q stretched to %q", ex.Grant, line)
+					}
+				}
+			})
+		}
+	}
+	if n < 6 {
+		t.Fatalf("%d examples in stretch.yaml", n)
+	}
+}
