@@ -25,11 +25,23 @@ import (
 // checked against the door's methods and paths, and what passes is sent
 // on over a new TLS connection that verifies the real certificate. A
 // client that does not trust the CA fails its handshake: nothing passes.
+// Plain HTTP sent through the tunnel (curl -p http://…) is checked the
+// same way and sent on as plain HTTP.
 func (p *Proxy) inspect(conn net.Conn, brw *bufio.ReadWriter, connect *http.Request, host string, port int, program string) {
 	defer conn.Close()
-	var c net.Conn = conn
-	if n := brw.Reader.Buffered(); n > 0 { // a TLS hello sent with the CONNECT
-		c = &prefixConn{Conn: conn, r: io.MultiReader(io.LimitReader(brw.Reader, int64(n)), conn)}
+	// brw.Reader holds what the client sent with the CONNECT (a TLS hello
+	// sent eagerly) and reads on from conn.
+	c := &prefixConn{Conn: conn, r: brw.Reader}
+	h := &inspected{p: p, connect: connect, host: host, port: port, program: program}
+	conn.SetReadDeadline(time.Now().Add(p.DialTimeout))
+	first, err := brw.Reader.Peek(1)
+	if err != nil {
+		return
+	}
+	conn.SetReadDeadline(time.Time{})
+	if first[0] != 0x16 { // not a TLS handshake: plain HTTP inside the tunnel (curl -p http://…)
+		p.serveInspected(c, h)
+		return
 	}
 	leaf, err := p.CA.Leaf(host)
 	if err != nil {
@@ -55,7 +67,11 @@ func (p *Proxy) inspect(conn net.Conn, brw *bufio.ReadWriter, connect *http.Requ
 		return
 	}
 	tc.SetDeadline(time.Time{})
-	h := &inspected{p: p, connect: connect, host: host, port: port, program: program}
+	p.serveInspected(tc, h)
+}
+
+// serveInspected serves the requests of one inspected tunnel on c.
+func (p *Proxy) serveInspected(c net.Conn, h *inspected) {
 	srv := &http.Server{
 		Handler:           h,
 		ReadHeaderTimeout: 10 * time.Second,
@@ -63,7 +79,7 @@ func (p *Proxy) inspect(conn net.Conn, brw *bufio.ReadWriter, connect *http.Requ
 		MaxHeaderBytes:    64 << 10,
 		ErrorLog:          slog.NewLogLogger(p.log().Handler(), slog.LevelDebug),
 	}
-	ln := newOneConn(tc)
+	ln := newOneConn(c)
 	srv.ConnState = func(_ net.Conn, s http.ConnState) {
 		if s == http.StateClosed || s == http.StateHijacked {
 			ln.Close()
@@ -125,18 +141,24 @@ func (h *inspected) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		p.refuse(w, r, rev, netpolicy.Dest{Host: h.host, Port: h.port, Program: h.program, Method: r.Method, Path: cleanPath(wire)}, who)
 		return
 	}
+	// TLS from the client goes upstream over TLS; plain HTTP in a tunnel
+	// (curl -p http://…) goes as plain HTTP, as it would without the proxy.
+	scheme, transport, defaultPort := "https", p.tlsTransport(), 443
+	if r.TLS == nil {
+		scheme, transport, defaultPort = "http", p.transport(), 80
+	}
 	rp := &httputil.ReverseProxy{
 		Rewrite: func(pr *httputil.ProxyRequest) {
-			pr.Out.URL.Scheme, pr.Out.URL.Host = "https", dest
+			pr.Out.URL.Scheme, pr.Out.URL.Host = scheme, dest
 			pr.Out.Host = dest
-			if h.port == 443 {
+			if h.port == defaultPort {
 				pr.Out.Host = h.host
 			}
 			for _, hd := range proxyHeaders {
 				pr.Out.Header.Del(hd)
 			}
 		},
-		Transport:  p.tlsTransport(),
+		Transport:  transport,
 		BufferPool: poolBuffers{},
 		ErrorHandler: func(w http.ResponseWriter, r *http.Request, err error) {
 			http.Error(w, "signoff proxy: "+upstreamError(dest, err)+"\n", http.StatusBadGateway)

@@ -245,3 +245,36 @@ func TestCAIsMadeOnceWithAPrivateKey(t *testing.T) {
 		t.Fatalf("bundle has %d certificates, want the system's and the CA", strings.Count(string(data), "BEGIN CERTIFICATE"))
 	}
 }
+
+// The first finding exactly: plain HTTP to a door read-only on
+// /index.html, sent through CONNECT (curl -p http://…).
+func TestAgentCannotWriteThroughCONNECTToAReadOnlyHTTPDoor(t *testing.T) {
+	var mu sync.Mutex
+	var seen []string
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		seen = append(seen, r.Method+" "+r.URL.Path)
+		mu.Unlock()
+		io.WriteString(w, "upstream "+r.Method+" "+r.URL.Path)
+	}))
+	defer up.Close()
+	h, p := hostPort(t, up.URL)
+	ca, err := proxy.LoadCA(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := newStack(t, fmt.Sprintf("hosts:\n  - {host: %q, port: %d, access: read-only, paths: [/index.html]}\n", h, p), func(px *proxy.Proxy) { px.CA = ca })
+	if code, body := curlVia(t, s, "", up.URL+"/index.html"); code != "200" || body != "upstream GET /index.html" {
+		t.Fatalf("GET /index.html through CONNECT: %s %q", code, body)
+	}
+	for _, args := range [][]string{{"-X", "POST", "-d", "evil", up.URL + "/upload"}, {"-X", "DELETE", up.URL + "/index.html"}, {up.URL + "/admin"}} {
+		if code, body := curlVia(t, s, "", args...); code != "403" || !strings.Contains(body, "is not allowed") {
+			t.Errorf("%v through CONNECT to a read-only door: %s %q", args, code, body)
+		}
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(seen) != 1 {
+		t.Fatalf("the upstream was sent %q, want only GET /index.html", seen)
+	}
+}
