@@ -2,6 +2,7 @@ package grants
 
 import (
 	"context"
+	"maps"
 	"regexp"
 	"slices"
 	"strings"
@@ -49,20 +50,13 @@ type Call struct {
 	// Line is the command line (bash), the only subject of a command.
 	Line string
 	// Target is host:port (network).
-	Target    string
+	Target string
+	// Cwd is where the command runs: relative path operands are read
+	// from it.
+	Cwd       string
 	Workspace string
 	Level     bot.Level
 	Reasons   []string
-}
-
-// wrappers run the program named by their first argument, so their
-// "subcommand" is another program: a grant for them is exact only.
-var wrappers = map[string]bool{
-	"sudo": true, "doas": true, "su": true, "env": true, "xargs": true, "nice": true, "nohup": true,
-	"timeout": true, "time": true, "command": true, "exec": true, "builtin": true, "eval": true,
-	"bash": true, "sh": true, "zsh": true, "dash": true, "fish": true, "ksh": true, "source": true, ".": true,
-	"strace": true, "ltrace": true, "watch": true, "flock": true, "stdbuf": true, "ionice": true,
-	"chroot": true, "unshare": true, "nsenter": true, "setsid": true, "script": true, "busybox": true,
 }
 
 var plainWord = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.:+-]{0,63}$`)
@@ -109,20 +103,52 @@ func ScopeOf(c Call, ttl time.Duration) *bot.GrantScope {
 	case c.Workspace == "":
 		return nil
 	case c.Tool == "bash":
-		words, ok := Words(c.Line)
-		if !ok {
-			if strings.TrimSpace(c.Line) == "" {
-				return nil
-			}
-			s.Exact = strings.Join(strings.Fields(c.Line), " ")
-			return s
+		return commandScope(s, c, Default)
+	}
+	return s
+}
+
+// commandScope fills s for a command: its wrappers, program and
+// subcommand, options and operands, and from k what a later call may
+// change; the exact line when the command cannot be followed.
+func commandScope(s *bot.GrantScope, c Call, k *Knowledge) *bot.GrantScope {
+	words, ok := Words(c.Line)
+	if !ok && strings.TrimSpace(c.Line) == "" {
+		return nil
+	}
+	var cmd command
+	if ok {
+		cmd, ok = k.parse(words)
+	}
+	if !ok || !plainWord.MatchString(cmd.Program) && !strings.HasPrefix(cmd.Program, "@") {
+		if s.Exact = exactLine(c.Line); s.Exact == "" {
+			return nil
 		}
-		if len(words) >= 2 && !wrappers[words[0]] && plainWord.MatchString(words[0]) && plainWord.MatchString(words[1]) {
-			s.Program, s.Subcommand = words[0], words[1]
-			return s
-		}
-		s.Exact = strings.Join(words, " ")
 		return s
+	}
+	p := k.program(cmd.Program)
+	s.Wrappers, s.Program, s.Subcommand = cmd.Wrappers, cmd.Program, cmd.Sub
+	s.Options = cmd.Options
+	s.OperandRule = p.Operands
+	s.Operands = cmd.Operands
+	if p.Operands == OperandsPaths {
+		s.Operands = make([]string, len(cmd.Operands))
+		for i, o := range cmd.Operands {
+			s.Operands[i] = resolve(o, c.Cwd)
+		}
+	}
+	for _, o := range cmd.Options {
+		if n := optName(o); (slices.Contains(p.Narrows, n) || slices.Contains(p.Target, n)) && !slices.Contains(s.Keep, n) {
+			s.Keep = append(s.Keep, n)
+		}
+	}
+	s.MayAdd = slices.Concat(p.Narrows, p.Harmless)
+	slices.Sort(s.MayAdd)
+	s.MayAdd = slices.Compact(s.MayAdd)
+	for _, n := range slices.Sorted(maps.Keys(p.Widens)) {
+		if !slices.ContainsFunc(cmd.Options, func(o string) bool { return optName(o) == n }) {
+			s.NotAdded = append(s.NotAdded, n+": "+p.Widens[n])
+		}
 	}
 	return s
 }
@@ -141,10 +167,9 @@ func Covers(s bot.GrantScope, c Call) bool {
 	case s.Tool == "network":
 		return s.Target != "" && s.Target == c.Target
 	case s.Exact != "":
-		return s.Exact == strings.Join(strings.Fields(c.Line), " ")
+		return s.Exact == exactLine(c.Line)
 	case s.Program != "":
-		words, ok := Words(c.Line)
-		return ok && len(words) >= 2 && words[0] == s.Program && words[1] == s.Subcommand
+		return coversCommand(s, c, Default)
 	case s.Tool == "bash":
 		return false // a command grant always names what it covers
 	}
@@ -171,4 +196,80 @@ func sortedCopy(s []string) []string {
 	out := append([]string{}, s...)
 	slices.Sort(out)
 	return slices.Compact(out)
+}
+
+// coversCommand reports whether the command grant s covers c's line:
+// nothing that made the granted call risky grew.
+func coversCommand(s bot.GrantScope, c Call, k *Knowledge) bool {
+	if s.OperandRule == "" {
+		return false // made before grants were narrowed: covers nothing
+	}
+	words, ok := Words(c.Line)
+	if !ok {
+		return false
+	}
+	cmd, ok := k.parse(words)
+	if !ok || !slices.Equal(cmd.Wrappers, s.Wrappers) || cmd.Program != s.Program || cmd.Sub != s.Subcommand {
+		return false
+	}
+	// No option the granted call did not have, but those that may be added.
+	for _, o := range cmd.Options {
+		if !slices.Contains(s.Options, o) && !slices.Contains(s.MayAdd, optName(o)) && !k.harmless(s.Program, optName(o)) {
+			return false
+		}
+	}
+	// Options kept: a narrowing one with no value the grant did not have,
+	// a target one exactly.
+	for _, n := range s.Keep {
+		var had, has []string
+		for _, o := range s.Options {
+			if optName(o) == n {
+				had = append(had, o)
+			}
+		}
+		for _, o := range cmd.Options {
+			if optName(o) == n {
+				has = append(has, o)
+			}
+		}
+		if len(has) == 0 {
+			return false
+		}
+		for _, o := range has {
+			if !slices.Contains(had, o) {
+				return false
+			}
+		}
+		if !slices.Contains(s.MayAdd, n) && len(sortedCopy(has)) != len(sortedCopy(had)) {
+			return false
+		}
+	}
+	ops := cmd.Operands
+	if len(ops) > len(s.Operands) {
+		return false
+	}
+	switch s.OperandRule {
+	case OperandsAny:
+		return true
+	case OperandsKind:
+		return len(ops) == 0 && len(s.Operands) == 0 || len(ops) > 0 && ops[0] == s.Operands[0]
+	case OperandsPaths:
+		for _, o := range ops {
+			o = resolve(o, c.Cwd)
+			if !slices.ContainsFunc(s.Operands, func(base string) bool { return within(o, base) }) {
+				return false
+			}
+		}
+		return true
+	}
+	return slices.Equal(ops, s.Operands)
+}
+
+// exactLine is a line as an exact grant names it: its words when it is
+// one plain command, else its text with runs of space made one.
+func exactLine(line string) string {
+	if words, ok := Words(line); ok {
+		return strings.Join(words, " ")
+	}
+	return strings.Join(strings.Fields(line), " ")
 }

@@ -37,7 +37,7 @@ func (m *Maker) MakeGrant(ctx context.Context, r *bot.Request) error {
 	}
 	now := m.now().UTC().Truncate(time.Millisecond)
 	g := Grant{
-		ID: r.ID, Persona: r.Persona, Scope: *r.GrantScope, Text: r.GrantScope.Text(),
+		ID: r.ID, Persona: r.Persona, Scope: *r.GrantScope.Clone(), Text: r.GrantScope.Text(),
 		By: append([]string{}, r.DecidedBy...), Request: r.ID, Created: now, Expires: now.Add(ttl),
 	}
 	made, err := m.Store.PutGrant(ctx, g)

@@ -240,16 +240,55 @@ func (p Policy) Allows(d Dest) (int, bool) {
 	return -1, false
 }
 
-// AllowsTunnel reports whether some entry opens host:port to program: a
-// CONNECT tunnel, where the proxy sees no method or path (TLS is not
-// opened), so access applies to plain HTTP only.
-func (p Policy) AllowsTunnel(host string, port int, program string) (int, bool) {
+// Inspected reports whether the door narrows methods or paths (read-only
+// access, named methods, or paths): HTTPS through it is opened by the
+// proxy and each request checked, never passed as a tunnel.
+func (e Entry) Inspected() bool { return !e.allowsEvery() }
+
+// TunnelKind is how a CONNECT is let through.
+type TunnelKind int
+
+const (
+	// TunnelRefused: no door opens the host and port to the program.
+	TunnelRefused TunnelKind = iota
+	// TunnelOpen: a door lets every method and path through; the bytes
+	// pass as they are, by host and port.
+	TunnelOpen
+	// TunnelInspected: only doors that narrow methods or paths open the
+	// host and port; the proxy terminates TLS with its local CA and
+	// checks each request with AllowsCall.
+	TunnelInspected
+)
+
+// Tunnel says how a CONNECT to host:port by program is let through, and
+// the index of the entry that decides it (an open door before a narrowed
+// one).
+func (p Policy) Tunnel(host string, port int, program string) (int, TunnelKind) {
+	at, kind := -1, TunnelRefused
 	for i, e := range p.Hosts {
-		if e.Port == port && MatchHost(e.Host, host) && e.matchProgram(program) {
-			return i, true
+		if e.Port != port || !MatchHost(e.Host, host) || !e.matchProgram(program) {
+			continue
+		}
+		if !e.Inspected() {
+			return i, TunnelOpen
+		}
+		if kind == TunnelRefused {
+			at, kind = i, TunnelInspected
 		}
 	}
-	return -1, false
+	return at, kind
+}
+
+// AllowsTunnel reports whether some entry opens host:port to program as a
+// plain CONNECT tunnel: one that lets every method and path through (the
+// proxy sees no method or path in a tunnel). A narrowed door is not a
+// tunnel: see Tunnel.
+func (p Policy) AllowsTunnel(host string, port int, program string) (int, bool) {
+	i, k := p.Tunnel(host, port, program)
+	if k != TunnelOpen {
+		return -1, false
+	}
+	return i, true
 }
 
 // AllowsCall reports whether a plain HTTP call passes.
@@ -326,6 +365,11 @@ func Describe(d Dest) string {
 		s += ", for " + d.Program
 	} else {
 		s += ", for any program"
+	}
+	if d.Method == "" {
+		s += "; HTTPS passes as a tunnel, by host and port"
+	} else {
+		s += "; HTTPS is inspected (the proxy opens TLS with its local CA and checks each method and path)"
 	}
 	return s
 }

@@ -105,8 +105,11 @@ func TestMatching(t *testing.T) {
 			}
 		})
 	}
-	if _, ok := p.AllowsTunnel("pypi.org", 443, ""); !ok {
-		t.Fatal("a read-only entry must open the CONNECT tunnel")
+	if _, ok := p.AllowsTunnel("pypi.org", 443, ""); ok {
+		t.Fatal("a read-only entry opened a plain CONNECT tunnel: its methods would not be checked")
+	}
+	if _, k := p.Tunnel("pypi.org", 443, ""); k != TunnelInspected {
+		t.Fatalf("a read-only entry's CONNECT is %v, want inspected", k)
 	}
 	if _, ok := p.AllowsCall("pypi.org", 443, "", "DELETE", "/"); ok {
 		t.Fatal("a read-only entry let DELETE through")

@@ -321,7 +321,9 @@ func (s *Service) FileDraft(ctx context.Context, persona string, d Dest) (*Draft
 		return nil, err
 	}
 	if d.Method == "" {
-		if _, ok := cur.Policy.AllowsTunnel(d.Host, d.Port, d.Program); ok {
+		// A narrowed door is reached by inspected requests, each drafted
+		// with its method and path when refused.
+		if _, k := cur.Policy.Tunnel(d.Host, d.Port, d.Program); k != TunnelRefused {
 			return nil, nil
 		}
 	} else if _, ok := cur.Policy.AllowsCall(d.Host, d.Port, d.Program, d.Method, d.Path); ok {

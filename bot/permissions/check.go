@@ -503,7 +503,7 @@ func grantCall(call Call, ev Evaluation, ch Check, a bot.Assessment) grants.Call
 	if ws == "" {
 		ws = ch.Cwd
 	}
-	gc := grants.Call{Tool: call.Tool, Line: call.Line, Workspace: ws, Level: a.Level, Reasons: a.Reasons}
+	gc := grants.Call{Tool: call.Tool, Line: call.Line, Cwd: ch.Cwd, Workspace: ws, Level: a.Level, Reasons: a.Reasons}
 	if call.Tool == "network" && len(call.Subjects) == 1 {
 		gc.Target = call.Subjects[0]
 	}

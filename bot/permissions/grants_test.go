@@ -40,7 +40,7 @@ func TestGrantByOwnersAlways(t *testing.T) {
 	w := newWorld(t, "demo", "grantTTL: 2h\n")
 	infra := w.dir("infra/net")
 	r := w.askPeople(t, "terraform apply -auto-approve", infra)
-	if got := r.GrantScope.Text(); got != "`terraform apply …` (any arguments) in "+infra {
+	if got := r.GrantScope.Text(); !strings.HasPrefix(got, "`terraform apply`, with no operands; options `-auto-approve` or fewer, may add") || !strings.HasSuffix(got, "; in "+infra) {
 		t.Errorf("scope text = %q", got)
 	}
 	out := w.env.React(t, w.alice, r, "♾️")
@@ -200,5 +200,40 @@ func TestFreeTextRequestAlwaysApprovesOnce(t *testing.T) {
 	}
 	if gs := w.liveGrants(t); len(gs) != 0 {
 		t.Errorf("grants = %+v, want none", gs)
+	}
+}
+
+// TestAgentCannotStretchAGrant: each grant the issue saw stretch, made by
+// the owner's ♾️ on a real request, then the wider calls the agent made
+// under it, through Check: none is allowed by the grant; the granted call
+// itself still is.
+func TestAgentCannotStretchAGrant(t *testing.T) {
+	for _, c := range []struct {
+		granted string
+		wider   []string
+	}{
+		{"ssh prod sudo systemctl restart nginx", []string{"ssh prod sudo pip install evil", "ssh prod sudo make -f /tmp/x.mk"}},
+		{"terraform destroy -target=module.scratch", []string{"terraform destroy"}},
+		{"terraform apply -auto-approve", []string{"terraform apply -auto-approve -destroy"}},
+		{"kubectl delete pod x", []string{"kubectl delete namespace prod"}},
+		{"truncate log.txt", []string{"truncate log.txt important.db"}},
+	} {
+		t.Run(c.granted, func(t *testing.T) {
+			// Every command asks, so only the grant can let one through.
+			w := newWorld(t, "demo", "permissions:\n  bash:\n    \"*\": ask\n")
+			app := w.dir("app")
+			r := w.askPeople(t, c.granted, app)
+			if out := w.env.React(t, w.alice, r, "♾️"); !out.Decided || !out.Grant {
+				t.Fatalf("owner's ♾️: %+v", out)
+			}
+			for _, line := range c.wider {
+				if res := w.check(t, permissions.Check{Persona: "demo", Action: line, Cwd: app}); res.Decision == "allow" || res.Grant != "" {
+					t.Errorf("♾️ on %q let %q through: %s by %s (%s)", c.granted, line, res.Decision, res.By, res.Why)
+				}
+			}
+			if res := w.check(t, permissions.Check{Persona: "demo", Action: c.granted, Cwd: app}); res.By != permissions.ByGrant {
+				t.Errorf("%q under its own grant: %s by %s (%s)", c.granted, res.Decision, res.By, res.Why)
+			}
+		})
 	}
 }

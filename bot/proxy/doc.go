@@ -1,9 +1,14 @@
 // Package proxy is signoff's egress proxy (docs/design.md#network-access-requests-and-policy-revisions): an HTTP forward
 // proxy on net/http that an agent's sandbox reaches through HTTPS_PROXY
-// and HTTP_PROXY. CONNECT tunnels are let through when the current policy
-// revision opens the host and port; plain HTTP when it also allows the
-// method and path. Everything else gets 403 with a body naming the draft
-// request it filed and how to ask for more.
+// and HTTP_PROXY. Plain HTTP passes when the current policy revision
+// allows its host, port, method and path. A CONNECT to a door that lets
+// every method and path through is a plain tunnel by host and port; to a
+// door narrowed to methods or paths it is inspected: the proxy terminates
+// TLS with its local CA (ca.go: made once, key 0600 in the data dir),
+// checks each request the same way, and re-encrypts upstream verifying the
+// real certificate (inspect.go); a door that needs inspection on a proxy
+// without a CA is refused, never tunnelled. Everything else gets 403 with
+// a body naming the draft request it filed and how to ask for more.
 //
 // It owns the proxy's bounds (timeouts, a connection limit, idle tunnels
 // closed), the loopback rule (a destination is dialed only at the address

@@ -2,6 +2,7 @@ package proxy
 
 import (
 	"context"
+	"crypto/x509"
 	"errors"
 	"fmt"
 	"io"
@@ -53,14 +54,24 @@ type Proxy struct {
 	CheckToken TokenCheck
 	TokenTTL   time.Duration // a token's record is re-checked after this (default DefaultTokenTTL)
 
+	// CA mints the certificates of inspected doors (LoadCA). Nil: a
+	// CONNECT to a door that narrows methods or paths is refused, since
+	// it cannot be checked (never let through as a tunnel).
+	CA *CA
+	// UpstreamRoots verifies the certificates of inspected doors'
+	// upstreams; nil: the system's roots.
+	UpstreamRoots *x509.CertPool
+
 	tokens tokenCache
 
-	rev    atomic.Pointer[netpolicy.Revision]
-	self   atomic.Pointer[netip.AddrPort]
-	loaded chan struct{}
-	once   sync.Once
-	tOnce  sync.Once
-	t      *http.Transport
+	rev     atomic.Pointer[netpolicy.Revision]
+	self    atomic.Pointer[netip.AddrPort]
+	loaded  chan struct{}
+	once    sync.Once
+	tOnce   sync.Once
+	t       *http.Transport
+	tlsOnce sync.Once
+	tlsT    *http.Transport
 }
 
 func (p *Proxy) log() *slog.Logger {
@@ -228,8 +239,27 @@ func (p *Proxy) connect(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	program := p.program(r)
-	if _, ok := pol.AllowsTunnel(host, port, program); !ok {
+	i, kind := pol.Tunnel(host, port, program)
+	switch {
+	case kind == netpolicy.TunnelRefused:
 		p.refuse(w, r, rev, netpolicy.Dest{Host: host, Port: port, Program: program}, who)
+		return
+	case kind == netpolicy.TunnelInspected && p.CA == nil:
+		p.log().Info("refused: a narrowed door needs inspection and this proxy has no CA", "dest", clip(r.Host), "program", program)
+		http.Error(w, "signoff proxy: the door "+pol.Hosts[i].String()+" narrows methods or paths, so HTTPS to it is inspected, "+
+			"and this proxy was started without its CA; nothing is let through (see docs/network.md)\n", http.StatusForbidden)
+		return
+	case kind == netpolicy.TunnelInspected:
+		conn, brw, err := http.NewResponseController(w).Hijack()
+		if err != nil {
+			http.Error(w, "signoff proxy: cannot open a tunnel on this connection\n", http.StatusInternalServerError)
+			return
+		}
+		if _, err := io.WriteString(conn, "HTTP/1.1 200 Connection Established\r\n\r\n"); err != nil {
+			conn.Close()
+			return
+		}
+		p.inspect(conn, brw, r, host, port, program)
 		return
 	}
 	up, err := p.dial(r.Context(), host, port)
@@ -423,7 +453,11 @@ func (p *Proxy) refuse(w http.ResponseWriter, r *http.Request, rev *netpolicy.Re
 	dest := netpolicy.JoinHostPort(d.Host, d.Port)
 	what := dest
 	if d.Method != "" {
-		what = d.Method + " http://" + dest + d.Path
+		scheme := "http"
+		if r.TLS != nil { // inside an inspected tunnel
+			scheme = "https"
+		}
+		what = d.Method + " " + scheme + "://" + dest + d.Path
 	}
 	var b strings.Builder
 	fmt.Fprintf(&b, "signoff proxy: %s is not allowed by network policy revision %d.\n", what, rev.N)

@@ -32,7 +32,7 @@ func TestCheckExplainAlwaysGrants(t *testing.T) {
 		t.Fatalf("check deny rule = %d %q %q (%v)", code, out, errs, err)
 	}
 	code, out, _ = cli("permissions", "explain", "--cwd", work, "--", "kubectl", "delete", "ns", "prod")
-	if code != checkAsk || !strings.Contains(out, "persona demo: no rule matched") || !strings.Contains(out, "♾️ would grant: `kubectl delete …` (any arguments) in "+work+", for 3h0m0s") {
+	if code != checkAsk || !strings.Contains(out, "persona demo: no rule matched") || !strings.Contains(out, "♾️ would grant: `kubectl delete`, on `ns` only (the same kind; at most 2 operands") || !strings.Contains(out, "; in "+work+", for 3h0m0s") {
 		t.Errorf("explain = %d\n%s", code, out)
 	}
 
@@ -101,5 +101,46 @@ func TestPermissionsCheck(t *testing.T) {
 	os.WriteFile(filepath.Join(personas, "p.yaml"), []byte("name: p\nowner:\n  name: a\n  slack: U01ALICE\nmode: yolo\n"), 0o644)
 	if code, _, errs := cli("permissions", "check", personas); code != 1 || !strings.Contains(errs, "p.yaml:5:7: error: mode must be") {
 		t.Errorf("bad persona = %d %q", code, errs)
+	}
+}
+
+// TestAgentCannotStretchAGrantThroughExec: the issue's ssh grant on the
+// real serve. The owner answers ♾️ to `signoff exec -- ssh prod sudo
+// systemctl restart nginx` (the card and `signoff grants` say it covers
+// that command through `ssh prod` then `sudo`); the agent's later
+// `ssh prod sudo pip install evil` still asks.
+func TestAgentCannotStretchAGrantThroughExec(t *testing.T) {
+	gateway(t, "name: demo\nowner:\n  name: alice\n  nostr: OWNER\ntimeout: 1m\npermissions:\n  bash:\n    \"*\": ask\n")
+	bin := t.TempDir() // a stand-in ssh: a real process that runs nothing remote
+	os.WriteFile(filepath.Join(bin, "ssh"), []byte("#!/bin/sh\necho \"ssh $*\" >>"+filepath.Join(bin, "ran")+"\n"), 0o755)
+	t.Setenv("PATH", bin+string(os.PathListSeparator)+os.Getenv("PATH"))
+
+	done := background(nil, "exec", "--", "ssh", "prod", "sudo", "systemctl", "restart", "nginx")
+	r := awaitPending(t)
+	want := "`systemctl restart` run through `ssh prod` then `sudo`"
+	if r.GrantScope == nil || !strings.Contains(r.GrantScope.Text(), want) || !strings.Contains(r.GrantScope.Text(), "on `nginx` only") {
+		t.Fatalf("the request's grant scope %+v does not say %q", r.GrantScope, want)
+	}
+	if c, out, errs := cli("approve", "--always", r.ID); c != 0 || !strings.Contains(out, "grant "+r.ID+" made") || !strings.Contains(errs, want) {
+		t.Fatalf("approve --always = %d %q %q", c, out, errs)
+	}
+	if res := finished(t, done); res.code != 0 {
+		t.Fatalf("exec after approval = %d %q", res.code, res.err)
+	}
+	if code, out, _ := cli("grants"); code != 0 || !strings.Contains(out, want) {
+		t.Errorf("grants = %d\n%s", code, out)
+	}
+	for _, wider := range [][]string{
+		{"ssh", "prod", "sudo", "pip", "install", "evil"},
+		{"ssh", "prod", "sudo", "make", "-f", "/tmp/x.mk"},
+		{"ssh", "staging", "sudo", "systemctl", "restart", "nginx"},
+		{"ssh", "prod", "sudo", "systemctl", "restart", "nginx", "sshd"},
+	} {
+		if code, out, _ := cli(append([]string{"check", "--"}, wider...)...); code != checkAsk || strings.Contains(out, "grant") {
+			t.Errorf("check %v under the grant = %d %q, want ask", wider, code, out)
+		}
+	}
+	if res := finished(t, background(nil, "exec", "--", "ssh", "prod", "sudo", "systemctl", "restart", "nginx")); res.code != 0 || !strings.Contains(res.err, "allowed by grant "+r.ID) {
+		t.Fatalf("the granted command again = %d %q", res.code, res.err)
 	}
 }

@@ -21,6 +21,10 @@ func grantsCommand(ctx context.Context, a *app, args []string) int {
 	fs := a.flags("grants", "grants [--json] [--persona P]   |   grants revoke ID")
 	asJSON := fs.Bool("json", false, "print the grants as JSON")
 	persona := fs.String("persona", "", "only this persona's grants")
+	fs.Usage = func() {
+		fmt.Fprintf(a.stderr, "usage: signoff grants [--json] [--persona P]   |   grants revoke ID\n\n%s\n\nflags:\n", grants.Covered)
+		fs.PrintDefaults()
+	}
 	if code, ok := parse(fs, args); !ok {
 		return code
 	}

@@ -10,9 +10,11 @@ import (
 	"net/http/httptest"
 	"net/url"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -366,5 +368,71 @@ func TestProxyHintNamesAnAddressToConnectTo(t *testing.T) {
 		if !strings.Contains(got, tc.want) || strings.Contains(got, "0.0.0.0") || strings.Contains(got, "[::]") {
 			t.Errorf("proxyHint(%s) = %q, want it to hold %q and no wildcard address", tc.addr, got, tc.want)
 		}
+	}
+}
+
+// TestAgentCannotWriteThroughAReadOnlyHTTPSDoorOfSignoffProxy: the real
+// `signoff proxy` makes its CA in the data dir (key 0600) and the bundle
+// clients name in CURL_CA_BUNDLE; a door a person approved read-only on
+// /index.html of an HTTPS upstream refuses POST through CONNECT, and the
+// GET is refused too, with the reason, because the upstream's own
+// certificate does not verify against the system's roots.
+func TestAgentCannotWriteThroughAReadOnlyHTTPSDoorOfSignoffProxy(t *testing.T) {
+	curl, err := exec.LookPath("curl")
+	if err != nil {
+		t.Fatal("curl is not installed: this test needs it")
+	}
+	_, proxyAddr, _ := netWorld(t)
+	var seen atomic.Int32
+	up := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { seen.Add(1) }))
+	defer up.Close()
+	u, _ := url.Parse(up.URL)
+	out := mustCLI(t, 0, "net", "request", "--host", "127.0.0.1", "--port", u.Port(), "--method", "GET", "--path", "/index.html", "--reason", "read the index")
+	if !strings.Contains(out, "HTTPS is inspected") {
+		t.Errorf("the request does not say its door is inspected:\n%s", out)
+	}
+	mustCLI(t, 0, "net", "approve", netIDRE.FindStringSubmatch(out)[1])
+
+	data := os.Getenv("SIGNOFF_DATA_DIR")
+	if fi, err := os.Stat(filepath.Join(data, "proxy-ca.key")); err != nil || fi.Mode().Perm() != 0o600 {
+		t.Fatalf("proxy CA key: %v %v, want mode 0600", fi, err)
+	}
+	bundle := filepath.Join(data, "proxy-ca-bundle.pem")
+	run := func(caBundle string, args ...string) (string, string) {
+		cmd := exec.Command(curl, append([]string{"-s", "-S", "-p", "-x", "http://" + proxyAddr, "--noproxy", "", "--max-time", "10", "-w", "\n%{http_code}"}, args...)...)
+		cmd.Env = append(os.Environ(), "CURL_CA_BUNDLE="+caBundle, "SSL_CERT_FILE="+caBundle)
+		var stderr strings.Builder
+		cmd.Stderr = &stderr
+		b, err := cmd.Output()
+		if ee, ok := err.(*exec.ExitError); ok {
+			return fmt.Sprintf("exit %d", ee.ExitCode()), stderr.String()
+		}
+		i := strings.LastIndex(string(b), "\n")
+		return string(b)[i+1:], string(b)[:i]
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	var code, body string
+	for {
+		// The GET reaches the door's inspection and is refused at the
+		// upstream: its certificate is httptest's, not a public one.
+		if code, body = run(bundle, up.URL+"/index.html"); code == "502" || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if code != "502" || !strings.Contains(body, "upstream certificate") || !strings.Contains(body, "not valid") {
+		t.Fatalf("GET through the inspected door to an upstream with an untrusted certificate: %s %q", code, body)
+	}
+	for _, m := range []string{"POST", "DELETE", "PUT"} {
+		if code, body := run(bundle, "-X", m, up.URL+"/upload"); code != "403" || !strings.Contains(body, m+" https://") {
+			t.Errorf("%s through the read-only door: %s %q", m, code, body)
+		}
+	}
+	// A client that does not trust the CA: a TLS failure, not a tunnel.
+	if code, body := run("/etc/ssl/certs/ca-certificates.crt", "-X", "POST", up.URL+"/upload"); code != "exit 60" && code != "exit 35" {
+		t.Errorf("a client not trusting the proxy CA: %s %q", code, body)
+	}
+	if n := seen.Load(); n != 0 {
+		t.Fatalf("the upstream was sent %d requests", n)
 	}
 }

@@ -4,7 +4,9 @@ import (
 	"context"
 	"fmt"
 	"net"
+	"path/filepath"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -20,6 +22,22 @@ func proxyCmd(ctx context.Context, a *app, args []string) int {
 	listen := fs.String("listen", "127.0.0.1:8181", "address to serve the proxy on")
 	persona := fs.String("persona", "", "persona the drafts are filed for (default $SIGNOFF_PERSONA)")
 	maxConns := fs.Int("max-conns", 512, "clients served at once")
+	fs.Usage = func() {
+		fmt.Fprint(a.stderr, `usage: signoff proxy [--listen 127.0.0.1:8181] [--persona P]
+
+HTTPS to a door that names methods or paths (read-only included) is
+inspected: the proxy opens TLS with its local CA ($SIGNOFF_DATA_DIR/proxy-ca.pem,
+key proxy-ca.key mode 0600, made on first start) and checks each request; a
+door with every method is a plain tunnel. Clients trust the CA through
+$SIGNOFF_DATA_DIR/proxy-ca-bundle.pem (system roots + the CA) named by
+SSL_CERT_FILE, NODE_EXTRA_CA_CERTS, REQUESTS_CA_BUNDLE, CURL_CA_BUNDLE and
+GIT_SSL_CAINFO; one that does not gets a TLS failure, never a tunnel
+(docs/network.md).
+
+flags:
+`)
+		fs.PrintDefaults()
+	}
 	if code, ok := parse(fs, args); !ok {
 		return code
 	}
@@ -37,11 +55,21 @@ func proxyCmd(ctx context.Context, a *app, args []string) int {
 	if *persona == "" {
 		*persona = cfg.Persona
 	}
+	// The CA that opens TLS on doors narrowed to methods or paths: made
+	// once, its key in the data dir (which the sandbox hides).
+	ca, err := proxy.LoadCA(cfg.DataDir)
+	if err != nil {
+		return a.failf("cannot load the proxy's CA: %v", err)
+	}
+	bundle := filepath.Join(cfg.DataDir, "proxy-ca-bundle.pem")
+	if err := ca.WriteBundle(bundle); err != nil {
+		return a.fail(err)
+	}
 	ln, err := net.Listen("tcp", *listen)
 	if err != nil {
 		return a.failf("cannot listen on %s: %v", *listen, err)
 	}
-	p := &proxy.Proxy{Source: cfg.client(a.stderr), Persona: *persona, Logger: log, MaxConns: *maxConns}
+	p := &proxy.Proxy{Source: cfg.client(a.stderr), Persona: *persona, Logger: log, MaxConns: *maxConns, CA: ca}
 	// An extension's token sent as proxy credentials opens its declared
 	// doors: checked with the gateway under that token.
 	p.CheckToken = func(ctx context.Context, tok string) (*tokens.Token, error) {
@@ -70,6 +98,8 @@ func proxyCmd(ctx context.Context, a *app, args []string) int {
 		}
 	}
 	fmt.Fprintf(a.stderr, "network policy revision %d in force; %s\n", p.Revision().N, proxyHint(ln.Addr()))
+	fmt.Fprintf(a.stderr, "HTTPS to doors narrowed to methods or paths is inspected with the CA %s; clients trust it with %s (system roots and the CA), e.g. %s\n",
+		ca.CertFile, bundle, strings.Join(proxy.TrustEnv(bundle)[:1], " "))
 	if a.ready != nil {
 		a.ready(ln.Addr().String())
 	}

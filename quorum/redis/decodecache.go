@@ -331,9 +331,7 @@ func copyRequest(r *bot.Request) *bot.Request {
 		c.Electorate = &e
 	}
 	if r.GrantScope != nil {
-		g := *r.GrantScope
-		g.Reasons = slices.Clone(g.Reasons)
-		c.GrantScope = &g
+		c.GrantScope = r.GrantScope.Clone()
 	}
 	if r.Escalated != nil {
 		x := *r.Escalated
