@@ -84,6 +84,8 @@ type Persona struct {
 	Remind time.Duration `json:"remind,omitempty"`
 	// Escalate names members to call on once a request has waited After.
 	Escalate *Escalation `json:"escalate,omitempty"`
+	// Notify is a command run for each new request (bot/notify).
+	Notify *Notify `json:"notify,omitempty"`
 
 	// Permission rules and modes (DESIGN 1.5; bot/permissions decides).
 	Mode        string        `json:"mode,omitempty"`     // ModeAsk (default), ModePlan, ModeAuto
@@ -94,6 +96,13 @@ type Persona struct {
 	// Caution is "allow" when the hook should allow caution calls itself;
 	// empty leaves them to the agent's own rules.
 	Caution string `json:"caution,omitempty"`
+}
+
+// Notify is a persona's `notify: {command: [argv…], timeout: 10s}`: run by
+// the replica that created a request, with the request as JSON on stdin.
+type Notify struct {
+	Command []string      `json:"command"`
+	Timeout time.Duration `json:"timeout,omitempty"`
 }
 
 // Escalation is a persona's `escalate: {after: 3m, to: [bob]}`.

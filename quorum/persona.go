@@ -217,6 +217,7 @@ type personaFile struct {
 	// Reminders and escalation: quorum/nudge.go reads them.
 	Remind   text          `yaml:"remind"`
 	Escalate *escalateFile `yaml:"escalate"`
+	Notify   *notifyFile   `yaml:"notify"`
 }
 
 var (
@@ -390,6 +391,7 @@ func ParsePersona(file string, data []byte) (bot.Persona, Problems) {
 	}
 	parsePermissions(file, &f, &p, add)
 	parseNudges(&f, &p, add)
+	parseNotify(&f, &p, add)
 	if len(ps.Errors()) > 0 {
 		return bot.Persona{}, ps
 	}

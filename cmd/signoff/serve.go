@@ -24,6 +24,7 @@ import (
 	"github.com/signoff/signoff/bot"
 	"github.com/signoff/signoff/bot/grants"
 	"github.com/signoff/signoff/bot/httpapi"
+	"github.com/signoff/signoff/bot/notify"
 	"github.com/signoff/signoff/bot/permissions"
 	"github.com/signoff/signoff/bot/readiness"
 	"github.com/signoff/signoff/configs"
@@ -163,6 +164,12 @@ func serveWith(ctx context.Context, a *app, cfg *config) int {
 		Logger:     log,
 	}
 	g.Grants = &grants.Maker{Store: store, Audit: audit}
+	notifier := &notify.Runner{Logger: log}
+	defer notifier.Close()
+	g.Created = func(r bot.Request, p bot.Persona) {
+		logNewRequest(log, &r)
+		notifier.Notify(&r, p)
+	}
 	registerWaiters(reg, g)
 	plat, err := platforms(cfg, g, personas, key, log)
 	if err != nil {
@@ -269,6 +276,14 @@ func serveWith(ctx context.Context, a *app, cfg *config) int {
 		srv.Close()
 	}
 	return 0
+}
+
+// logNewRequest is serve's line for a request people may answer: what it
+// is (the action escaped, on one line) and the commands that answer it.
+func logNewRequest(log *slog.Logger, r *bot.Request) {
+	m := notify.NewMessage(r)
+	log.Info("NEW REQUEST waiting for an answer", "id", r.ID, "persona", r.Persona, "level", string(r.Level),
+		"action", oneLine(bot.Escape(r.Action), 200), "approve", m.Approve, "deny", m.Deny, "show", m.Show)
 }
 
 // apiGuards reads SIGNOFF_ALLOWED_HOSTS, SIGNOFF_RATE_LIMIT and
