@@ -84,8 +84,10 @@ type Persona struct {
 	Remind time.Duration `json:"remind,omitempty"`
 	// Escalate names members to call on once a request has waited After.
 	Escalate *Escalation `json:"escalate,omitempty"`
-	// Notify is a command run for each new request (bot/notify).
-	Notify *Notify `json:"notify,omitempty"`
+	// Notify is a command run for each new request (bot/notify). Never
+	// stored: whoever can write the store must not choose a command the
+	// gateway runs, so serve takes it from the files it loaded.
+	Notify *Notify `json:"-"`
 
 	// Permission rules and modes (DESIGN 1.5; bot/permissions decides).
 	Mode        string        `json:"mode,omitempty"`     // ModeAsk (default), ModePlan, ModeAuto

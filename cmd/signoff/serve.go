@@ -166,9 +166,15 @@ func serveWith(ctx context.Context, a *app, cfg *config) int {
 	g.Grants = &grants.Maker{Store: store, Audit: audit}
 	notifier := &notify.Runner{Logger: log}
 	defer notifier.Close()
-	g.Created = func(r bot.Request, p bot.Persona) {
+	// The notify commands come from the files this process read, never
+	// from the store (which anyone who reaches Redis could write).
+	notifyOf := map[string]bot.Persona{}
+	for _, p := range personas {
+		notifyOf[p.Name] = p
+	}
+	g.Created = func(r bot.Request, _ bot.Persona) {
 		logNewRequest(log, &r)
-		notifier.Notify(&r, p)
+		notifier.Notify(&r, notifyOf[r.Persona])
 	}
 	registerWaiters(reg, g)
 	plat, err := platforms(cfg, g, personas, key, log)
