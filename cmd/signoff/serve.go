@@ -337,8 +337,18 @@ func loadPersonas(dir string, log *slog.Logger) ([]bot.Persona, error) {
 		problems quorum.Problems
 		err      error
 	)
-	if _, statErr := os.Stat(dir); errors.Is(statErr, os.ErrNotExist) && dir == "configs/personas" {
-		dir = userPersonasDir() // where `signoff init` writes yours
+	if dir == "configs/personas" && os.Getenv("SIGNOFF_PERSONAS") == "" {
+		_, here := os.Stat(dir)
+		if _, mine := os.Stat(userPersonasDir()); mine == nil {
+			// `signoff init` was run: yours, even in a clone whose
+			// configs/personas holds the example.
+			if here == nil {
+				log.Info("personas: using yours in " + userPersonasDir() + ", not configs/personas here (SIGNOFF_PERSONAS=configs/personas to use those)")
+			}
+			dir = userPersonasDir()
+		} else if errors.Is(here, os.ErrNotExist) {
+			dir = userPersonasDir() // where `signoff init` writes yours
+		}
 	}
 	embedded := false
 	if _, statErr := os.Stat(dir); errors.Is(statErr, os.ErrNotExist) && dir == userPersonasDir() {
