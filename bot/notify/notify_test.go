@@ -112,7 +112,7 @@ func TestWatchSaysWhatIsNewAndWhatWent(t *testing.T) {
 	var w Watch
 	a, b, c := bot.Request{ID: "a"}, bot.Request{ID: "b"}, bot.Request{ID: "c"}
 	steps := []struct {
-		now        []bot.Request
+		now         []bot.Request
 		added, gone string
 	}{
 		{[]bot.Request{a, b}, "a b", ""},

@@ -245,4 +245,3 @@ func oneLine(s string, n int) string {
 	}
 	return s
 }
-
