@@ -183,7 +183,7 @@ func (h *Hook) Run(ctx context.Context, stdin io.Reader, stdout io.Writer) error
 		return h.Decide(ctx, b)
 	})
 	if d.Decision == "" || (h.DenyOnly && d.Decision != Deny) {
-		h.logf("signoff: %s: no decision printed; the agent's own rules apply", orText(d.Reason, "left to the agent"))
+		h.logf("signoff: %s: no decision printed; the agent's own rules apply", strings.TrimPrefix(orText(d.Reason, "left to the agent"), "signoff: "))
 		return nil
 	}
 	return WriteHookDecision(stdout, d)

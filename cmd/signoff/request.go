@@ -89,6 +89,9 @@ func awaitRequest(ctx context.Context, a *app, c *httpapi.Client, r *bot.Request
 	d.Stop()
 	if err != nil {
 		if ctx.Err() != nil {
+			if wait.IsTerminal(a.stderr) {
+				fmt.Fprintln(a.stderr) // after the ^C the terminal echoed
+			}
 			if r.Status == bot.Withdrawn {
 				fmt.Fprintf(a.stderr, "signoff: interrupted while waiting; request %s withdrawn, not approved\n", r.ID)
 			} else {

@@ -15,8 +15,10 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"text/tabwriter"
 	"time"
 
+	"github.com/kelseyhightower/envconfig"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
@@ -42,6 +44,14 @@ type runner interface {
 
 func serve(ctx context.Context, a *app, args []string) int {
 	fs := a.flags("serve", "serve")
+	fs.Usage = func() {
+		fmt.Fprint(a.stderr, "usage: signoff serve   (run the gateway; no flags: it is configured by these variables)\n\n")
+		var c config
+		tw := tabwriter.NewWriter(a.stderr, 0, 4, 2, ' ', 0)
+		envconfig.Usagef("signoff", &c, tw, serveUsageFormat)
+		tw.Flush()
+		fmt.Fprint(a.stderr, "\nLogs: SIGNOFF_LOG_FORMAT=json for JSON lines. New requests are logged with the commands that answer them.\n")
+	}
 	if code, ok := parse(fs, args); !ok {
 		return code
 	}
@@ -152,6 +162,7 @@ func serveWith(ctx context.Context, a *app, cfg *config) int {
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	registerPending(reg, store)
+	registerBuildInfo(reg)
 	metrics := bot.NewMetrics(reg)
 	g := &bot.Gateway{
 		Store:      store,
@@ -239,6 +250,9 @@ func serveWith(ctx context.Context, a *app, cfg *config) int {
 		Classifier: classifier,
 		Checker:    &permissions.Checker{Personas: store, Classifier: classifier, Grants: store, Audit: audit, Requests: g, Notary: key},
 
+		OnCheck:      metrics.Checked,
+		ObserveRoute: metrics.ObserveHTTP,
+
 		AllowedHosts:  hosts,
 		Limit:         limit,
 		OnRateLimited: metrics.RateLimited,
@@ -283,6 +297,10 @@ func serveWith(ctx context.Context, a *app, cfg *config) int {
 	}
 	return 0
 }
+
+// serveUsageFormat is serve --help's table of variables.
+const serveUsageFormat = `{{range .}}{{usage_key .}}{{"\t"}}{{usage_default .}}{{"\t"}}{{usage_description .}}
+{{end}}`
 
 // logNewRequest is serve's line for a request people may answer: what it
 // is (the action escaped, on one line) and the commands that answer it.
