@@ -1,0 +1,147 @@
+package main
+
+import (
+	"bufio"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/signoff/signoff/bot/notify"
+	"github.com/signoff/signoff/bot/notify/notifytest"
+)
+
+// TestFirstHour is a newcomer's first hour with the built binary: init →
+// serve → an agent's request → the person is told three ways (serve's log
+// line with the commands, `pending --watch` with the bell and a desktop
+// notification over a real D-Bus session bus, and the persona's notify
+// command, which got the request on stdin) → approve → the agent proceeds.
+func TestFirstHour(t *testing.T) {
+	bin := signoffBinary(t)
+	env, home, work := freshUser(t)
+	busAddr, desktop := notifytest.SessionBus(t)
+
+	code, out, errs := run(t, bin, env, work, "init")
+	if code != 0 {
+		t.Fatalf("init = %d\n%s%s", code, out, errs)
+	}
+	// The person turns on the notify example init left in the persona.
+	personaPath := filepath.Join(home, ".config", "signoff", "personas", "demo.yaml")
+	persona, _ := os.ReadFile(personaPath)
+	if !strings.Contains(string(persona), "# notify:") {
+		t.Fatalf("init's persona has no notify example:\n%s", persona)
+	}
+	notified := filepath.Join(t.TempDir(), "notified.json")
+	persona = append(persona, []byte("notify:\n  command: [sh, -c, 'cat > \"$0\"', "+notified+"]\n  timeout: 5s\n")...)
+	if err := os.WriteFile(personaPath, persona, 0o600); err != nil {
+		t.Fatal(err)
+	}
+
+	// serve, as init said.
+	serve := exec.Command(bin, "serve")
+	serve.Env, serve.Dir = append(env, "SIGNOFF_LISTEN=127.0.0.1:0"), work
+	pr, pw, _ := os.Pipe()
+	serve.Stderr, serve.Stdout = pw, pw
+	if err := serve.Start(); err != nil {
+		t.Fatal(err)
+	}
+	pw.Close()
+	defer func() { serve.Process.Signal(os.Interrupt); serve.Wait() }()
+	var serveLog syncBuffer
+	addr := make(chan string, 1)
+	go func() {
+		sc := bufio.NewScanner(pr)
+		re := regexp.MustCompile(`listening"? addr=(127\.0\.0\.1:\d+)`)
+		for sc.Scan() {
+			serveLog.Write([]byte(sc.Text() + "\n"))
+			if m := re.FindStringSubmatch(sc.Text()); m != nil {
+				addr <- m[1]
+			}
+		}
+	}()
+	select {
+	case a := <-addr:
+		env = append(env, "SIGNOFF_URL=http://"+a)
+	case <-time.After(15 * time.Second):
+		t.Fatalf("serve not listening:\n%s", serveLog.String())
+	}
+
+	// The person watches (text, with the desktop) and a script watches (JSON).
+	watch := exec.Command(bin, "pending", "--watch", "--every", "300ms")
+	watch.Env, watch.Dir = append(env, "DBUS_SESSION_BUS_ADDRESS="+busAddr), work
+	var watchOut, watchErr syncBuffer
+	watch.Stdout, watch.Stderr = &watchOut, &watchErr
+	watchJSON := exec.Command(bin, "pending", "--watch", "--json", "--every", "300ms", "--no-desktop")
+	watchJSON.Env, watchJSON.Dir = env, work
+	var jsonOut syncBuffer
+	watchJSON.Stdout, watchJSON.Stderr = &jsonOut, &jsonOut
+	for _, c := range []*exec.Cmd{watch, watchJSON} {
+		if err := c.Start(); err != nil {
+			t.Fatal(err)
+		}
+		defer func() { c.Process.Signal(os.Interrupt); c.Wait() }()
+	}
+	waitFor(t, 10*time.Second, "pending --watch to start", watchErr.String, func(s string) bool { return strings.Contains(s, "desktop notifications on") })
+
+	// The agent asks.
+	req := exec.Command(bin, "request", "--reason", "clean up", "--", "rm", "-rf", "/tmp/signoff-first-hour")
+	req.Env, req.Dir = env, work
+	var reqErr syncBuffer
+	req.Stderr = &reqErr
+	if err := req.Start(); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 10*time.Second, "the request's id", reqErr.String, func(s string) bool { return idRE.MatchString(s) })
+	id := idRE.FindStringSubmatch(reqErr.String())[1]
+
+	// 1. serve's log line: what, and the commands that answer it.
+	waitFor(t, 10*time.Second, "serve's line for the request", serveLog.String, func(s string) bool { return strings.Contains(s, "NEW REQUEST") })
+	for _, want := range []string{"id=" + id, "persona=demo", "level=dangerous", `action="rm -rf /tmp/signoff-first-hour"`, `approve="signoff approve ` + id + `"`, `show="signoff show ` + id + `"`} {
+		if !strings.Contains(serveLog.String(), want) {
+			t.Errorf("serve's log lacks %s", want)
+		}
+	}
+	// 2. pending --watch: a line with the commands, the bell, the desktop.
+	waitFor(t, 10*time.Second, "pending --watch's line", watchOut.String, func(s string) bool { return strings.Contains(s, id+" (demo, dangerous)") })
+	if s := watchOut.String(); !strings.Contains(s, "\a") || !strings.Contains(s, "signoff approve "+id) {
+		t.Errorf("pending --watch rang no bell or gave no command:\n%q", s)
+	}
+	select {
+	case n := <-desktop:
+		if !strings.Contains(n.Summary, "demo") || !strings.Contains(n.Body, "rm -rf /tmp/signoff-first-hour") || !strings.Contains(n.Body, "signoff approve "+id) {
+			t.Errorf("desktop notification %+v", n)
+		}
+	case <-time.After(10 * time.Second):
+		t.Error("no desktop notification")
+	}
+	waitFor(t, 10*time.Second, "pending --watch --json's new event", jsonOut.String, func(s string) bool { return strings.Contains(s, `"event":"new"`) })
+	var ev watchEvent
+	if err := json.Unmarshal([]byte(strings.SplitN(jsonOut.String(), "\n", 2)[0]), &ev); err != nil || ev.ID != id || ev.Request == nil || ev.Approve != "signoff approve "+id {
+		t.Errorf("pending --watch --json: %v %s", err, jsonOut.String())
+	}
+	// 3. the notify command ran, with the request on stdin.
+	var got notify.Message
+	waitFor(t, 10*time.Second, "the notify command's file", func() string { b, _ := os.ReadFile(notified); return string(b) }, func(s string) bool { return json.Unmarshal([]byte(s), &got) == nil })
+	if got.Request == nil || got.Request.ID != id || got.Request.Reason != "clean up" || got.Approve != "signoff approve "+id {
+		t.Errorf("the notify command read %+v", got)
+	}
+
+	// The person approves; the agent proceeds.
+	if code, o, e := run(t, bin, env, work, "approve", id); code != 0 {
+		t.Fatalf("approve = %d %s %s", code, o, e)
+	}
+	if err := req.Wait(); err != nil {
+		t.Fatalf("request: %v\n%s", err, reqErr.String())
+	}
+	if !strings.Contains(reqErr.String(), "✅ approved by alice") {
+		t.Errorf("request says:\n%s", reqErr.String())
+	}
+	waitFor(t, 10*time.Second, "pending --watch to see it go", watchOut.String, func(s string) bool { return strings.Contains(s, id+": ✅ approved by alice") })
+	waitFor(t, 10*time.Second, "pending --watch --json's gone event", jsonOut.String, func(s string) bool { return strings.Contains(s, `"event":"gone"`) && strings.Contains(s, `"status":"approved"`) })
+	t.Logf("$ signoff pending --watch\n%s", strings.ReplaceAll(watchOut.String(), "\a", "🔔"))
+	t.Logf("$ signoff pending --watch --json\n%s", jsonOut.String())
+}
