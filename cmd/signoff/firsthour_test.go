@@ -145,3 +145,88 @@ func TestFirstHour(t *testing.T) {
 	t.Logf("$ signoff pending --watch\n%s", strings.ReplaceAll(watchOut.String(), "\a", "🔔"))
 	t.Logf("$ signoff pending --watch --json\n%s", jsonOut.String())
 }
+
+// TestSmallThingsANewcomerHits: item 8 of issue 30, each as a person meets it.
+func TestSmallThingsANewcomerHits(t *testing.T) {
+	bin := signoffBinary(t)
+	env, _, work := freshUser(t)
+
+	t.Run("version", func(t *testing.T) {
+		for _, args := range [][]string{{"--version"}, {"version"}} {
+			code, out, errs := run(t, bin, env, work, args...)
+			if code != 0 || !strings.HasPrefix(out, "signoff ") || !strings.Contains(out, "go1.") {
+				t.Errorf("%v = %d %q %q", args, code, out, errs)
+			}
+		}
+	})
+	t.Run("completion", func(t *testing.T) {
+		for _, sh := range []string{"bash", "zsh", "fish"} {
+			code, out, errs := run(t, bin, env, work, "completion", sh)
+			if code != 0 || !strings.Contains(out, "pending") || !strings.Contains(out, "approve") {
+				t.Errorf("completion %s = %d %q", sh, code, errs)
+			}
+		}
+		code, out, _ := run(t, bin, env, work, "completion", "bash")
+		cmd := exec.Command("bash", "-c", out+"\nCOMP_WORDS=(signoff pen); COMP_CWORD=1; _signoff; echo \"${COMPREPLY[@]}\"")
+		got, err := cmd.CombinedOutput()
+		if code != 0 || err != nil || strings.TrimSpace(string(got)) != "pending" {
+			t.Errorf("bash completion of 'signoff pen' = %q %v", got, err)
+		}
+	})
+	t.Run("help exits 0 for every command", func(t *testing.T) {
+		for name := range commands {
+			code, out, errs := run(t, bin, env, work, name, "--help")
+			if code != 0 || out+errs == "" {
+				t.Errorf("signoff %s --help = %d, printed %d bytes", name, code, len(out+errs))
+			}
+		}
+	})
+	t.Run("serve --help lists the variables", func(t *testing.T) {
+		_, out, errs := run(t, bin, env, work, "serve", "--help")
+		for _, want := range []string{"SIGNOFF_LISTEN", "SIGNOFF_GATEWAY_KEY", "SIGNOFF_LOG_FORMAT", "SIGNOFF_NET_POLICY"} {
+			if !strings.Contains(out+errs, want) {
+				t.Errorf("serve --help lacks %s", want)
+			}
+		}
+	})
+	t.Run("usage names hook codex", func(t *testing.T) {
+		_, out, _ := run(t, bin, env, work, "--help")
+		if !strings.Contains(out, "signoff hook codex") || !strings.Contains(out, "pending [--json] [--watch]") {
+			t.Errorf("usage:\n%s", out)
+		}
+	})
+	t.Run("a readable key file is named", func(t *testing.T) {
+		gateway(t, demoPersona)
+		key := os.Getenv("SIGNOFF_KEY")
+		os.Chmod(key, 0o644)
+		_, _, errs := cli("approve", "aaaaaaaaaaaaaaaa")
+		if !strings.Contains(errs, "can be read by others (mode 0644)") || !strings.Contains(errs, "chmod 600 "+key) {
+			t.Errorf("approve with a 0644 key said:\n%s", errs)
+		}
+	})
+	t.Run("publish on init's persona says why nowhere", func(t *testing.T) {
+		gateway(t, demoPersona)
+		code, _, errs := cli("publish", "hello")
+		if code != 1 || !strings.Contains(errs, "has no channel that carries messages") || !strings.Contains(errs, "--relay") {
+			t.Errorf("publish = %d:\n%s", code, errs)
+		}
+	})
+	t.Run("a missing scope names the command that grants it", func(t *testing.T) {
+		if got := missingScopes(`token "me" lacks scope request or check or read:requests`); got != "request,check,read:requests" {
+			t.Errorf("missingScopes = %q", got)
+		}
+		gateway(t, demoPersona)
+		_, out, errs := cli("tokens", "create", "--name", "me", "--scopes", "admin", "--json")
+		var tok struct {
+			Token string `json:"token"`
+		}
+		if err := json.Unmarshal([]byte(out), &tok); err != nil || tok.Token == "" {
+			t.Fatalf("tokens create: %v %s %s", err, out, errs)
+		}
+		t.Setenv("SIGNOFF_TOKEN", tok.Token)
+		code, _, errs := cli("pending")
+		if code == 0 || !strings.Contains(errs, "lacks scope read:requests") || !strings.Contains(errs, "signoff tokens create --name me --scopes read:requests") {
+			t.Errorf("pending with an admin-only token = %d:\n%s", code, errs)
+		}
+	})
+}
