@@ -141,7 +141,9 @@ func TestFirstHour(t *testing.T) {
 		t.Errorf("request says:\n%s", reqErr.String())
 	}
 	waitFor(t, 10*time.Second, "pending --watch to see it go", watchOut.String, func(s string) bool { return strings.Contains(s, id+": ✅ approved by alice") })
-	waitFor(t, 10*time.Second, "pending --watch --json's gone event", jsonOut.String, func(s string) bool { return strings.Contains(s, `"event":"gone"`) && strings.Contains(s, `"status":"approved"`) })
+	waitFor(t, 10*time.Second, "pending --watch --json's gone event", jsonOut.String, func(s string) bool {
+		return strings.Contains(s, `"event":"gone"`) && strings.Contains(s, `"status":"approved"`)
+	})
 	t.Logf("$ signoff pending --watch\n%s", strings.ReplaceAll(watchOut.String(), "\a", "🔔"))
 	t.Logf("$ signoff pending --watch --json\n%s", jsonOut.String())
 }
