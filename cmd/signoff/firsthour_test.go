@@ -232,3 +232,20 @@ func TestSmallThingsANewcomerHits(t *testing.T) {
 		}
 	})
 }
+
+// FuzzMissingScopes: the gateway's error text is outside input; the
+// command printed from it never carries spaces or anything but scopes.
+func FuzzMissingScopes(f *testing.F) {
+	f.Add(`token "me" lacks scope read:requests`)
+	f.Add(`token "me" lacks scope request or check or read:requests; ask an admin`)
+	f.Add("lacks scope ")
+	f.Fuzz(func(t *testing.T, msg string) {
+		got := missingScopes(msg)
+		if strings.ContainsAny(got, " \t\n") {
+			t.Errorf("missingScopes(%q) = %q has spaces", msg, got)
+		}
+		if !strings.Contains(msg, "lacks scope ") && got != "" {
+			t.Errorf("missingScopes(%q) = %q from a message naming no scope", msg, got)
+		}
+	})
+}
