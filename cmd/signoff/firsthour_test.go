@@ -15,8 +15,9 @@ import (
 	"github.com/signoff/signoff/bot/notify/notifytest"
 )
 
-// TestFirstHour is a newcomer's first hour with the built binary: init →
-// serve → an agent's request → the person is told three ways (serve's log
+// TestFirstHour is a newcomer's first hour with the built binary, in a
+// clone: init → serve (which reads init's persona, not the clone's
+// example) → an agent's request → the person is told three ways (serve's log
 // line with the commands, `pending --watch` with the bell and a desktop
 // notification over a real D-Bus session bus, and the persona's notify
 // command, which got the request on stdin) → approve → the agent proceeds.
@@ -40,6 +41,15 @@ func TestFirstHour(t *testing.T) {
 	if err := os.WriteFile(personaPath, persona, 0o600); err != nil {
 		t.Fatal(err)
 	}
+
+	// A clone: its configs/personas holds the ownerless example, which
+	// must not shadow the persona init wrote.
+	example, err := os.ReadFile(filepath.Join("..", "..", "configs", "personas", "demo.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	os.MkdirAll(filepath.Join(work, "configs", "personas"), 0o755)
+	os.WriteFile(filepath.Join(work, "configs", "personas", "demo.yaml"), example, 0o644)
 
 	// serve, as init said.
 	serve := exec.Command(bin, "serve")
@@ -68,6 +78,10 @@ func TestFirstHour(t *testing.T) {
 		env = append(env, "SIGNOFF_URL=http://"+a)
 	case <-time.After(15 * time.Second):
 		t.Fatalf("serve not listening:\n%s", serveLog.String())
+	}
+
+	if l := serveLog.String(); !strings.Contains(l, "owner=alice") || strings.Contains(l, "NO ONE CAN APPROVE") {
+		t.Errorf("serve in a clone read the example, not init's persona:\n%s", l)
 	}
 
 	// The person watches (text, with the desktop) and a script watches (JSON).
@@ -248,4 +262,22 @@ func FuzzMissingScopes(f *testing.F) {
 			t.Errorf("missingScopes(%q) = %q from a message naming no scope", msg, got)
 		}
 	})
+}
+
+// TestLogFormatJSON: SIGNOFF_LOG_FORMAT=json gives one JSON object a line;
+// a value it cannot read is said, and text is used.
+func TestLogFormatJSON(t *testing.T) {
+	var b strings.Builder
+	log, err := (&config{LogLevel: "info", LogFormat: "json"}).logger(&b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	log.Info("NEW REQUEST waiting for an answer", "id", "x")
+	var line map[string]any
+	if err := json.Unmarshal([]byte(b.String()), &line); err != nil || line["msg"] != "NEW REQUEST waiting for an answer" || line["id"] != "x" {
+		t.Errorf("json log line %q: %v", b.String(), err)
+	}
+	if _, err := (&config{LogLevel: "info", LogFormat: "yaml"}).logger(&b); err == nil || !strings.Contains(err.Error(), "SIGNOFF_LOG_FORMAT") {
+		t.Errorf("an unknown format: %v", err)
+	}
 }
