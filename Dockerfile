@@ -1,5 +1,5 @@
 # Build: docker build -t signoff .
-# Run:   docker run -d --name signoff -p 8080:8080 -v signoff-data:/home/nonroot/signoff -v $PWD/configs/personas:/etc/signoff/personas:ro signoff
+# Run:   docker run -d --name signoff -p 8080:8080 -v signoff-data:/home/nonroot/signoff -v $HOME/.config/signoff/personas:/etc/signoff/personas:ro signoff
 # (the data dir is a volume: the gateway key, token secret and audit log outlive the container).
 # Alone, it keeps requests and tokens in its embedded in-memory store: a restart
 # loses them and the API then stays closed (serve logs TOKENS LOST). To make a
@@ -12,6 +12,15 @@
 #   docker exec signoff signoff tokens create --name admin --scopes admin
 #   docker exec -e SIGNOFF_TOKEN=<admin token> signoff signoff tokens create --name agent --scopes request,check --personas demo
 # Several replicas on one Redis: give each the same SIGNOFF_TOKEN_SECRET (openssl rand -hex 32).
+# Pin the gateway's key on every client (a receipt from another key is not
+# believed, and a client pinned to another key refuses when the request is made):
+#   docker logs signoff 2>&1 | grep 'gateway key'          # its npub
+#   export SIGNOFF_GATEWAY_KEY=npub1…                      # or: echo npub1… > ~/.config/signoff/gateway.pub
+# The key lives in the data volume; set SIGNOFF_NOSTR_KEY (signoff keygen --out
+# gateway.key; the file's contents) to keep it across a lost volume, so the pin holds.
+# The personas mounted at /etc/signoff/personas should have an owner (the
+# example has none): `signoff init` on your machine, then mount
+# ~/.config/signoff/personas there.
 FROM golang:1.26 AS build
 WORKDIR /src
 COPY go.mod go.sum ./

@@ -84,6 +84,10 @@ type Persona struct {
 	Remind time.Duration `json:"remind,omitempty"`
 	// Escalate names members to call on once a request has waited After.
 	Escalate *Escalation `json:"escalate,omitempty"`
+	// Notify is a command run for each new request (bot/notify). Never
+	// stored: whoever can write the store must not choose a command the
+	// gateway runs, so serve takes it from the files it loaded.
+	Notify *Notify `json:"-"`
 
 	// Permission rules and modes (docs/design.md#permission-rules-modes-and-grants; bot/permissions decides).
 	Mode        string        `json:"mode,omitempty"`     // ModeAsk (default), ModePlan, ModeAuto
@@ -107,6 +111,13 @@ type SandboxWalls struct {
 	// sandbox's loopback (its dev servers and tests); empty: only the
 	// doors. The network namespace is the wall either way.
 	Loopback string `json:"loopback,omitempty"`
+}
+
+// Notify is a persona's `notify: {command: [argv…], timeout: 10s}`: run by
+// the replica that created a request, with the request as JSON on stdin.
+type Notify struct {
+	Command []string      `json:"command"`
+	Timeout time.Duration `json:"timeout,omitempty"`
 }
 
 // Escalation is a persona's `escalate: {after: 3m, to: [bob]}`.

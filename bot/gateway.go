@@ -33,6 +33,11 @@ type Gateway struct {
 	Logger     *slog.Logger
 	Now        func() time.Time
 
+	// Created, when set, is told of each request this replica creates
+	// that people may answer (serve logs it and runs the persona's
+	// notify command). It must return quickly; it gets a copy.
+	Created func(r Request, p Persona)
+
 	// Grants makes the grant of a request approved with "always" (nil:
 	// such a request is approved once).
 	Grants GrantMaker
@@ -329,6 +334,9 @@ func (g *Gateway) submit(ctx context.Context, n NewRequest, denyOnly string) (*R
 
 	if p.Owner == nil {
 		return g.resolveNow(ctx, r.ID, Denied, "persona "+p.Name+" has no owner, so no one may approve")
+	}
+	if g.Created != nil {
+		g.Created(*r, p)
 	}
 	refs, err := g.post(ctx, r, p)
 	added := false

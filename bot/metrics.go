@@ -1,6 +1,10 @@
 package bot
 
-import "github.com/prometheus/client_golang/prometheus"
+import (
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
 
 // Metrics are the gateway's Prometheus series. A nil *Metrics records
 // nothing.
@@ -10,6 +14,8 @@ type Metrics struct {
 	latency        prometheus.Histogram
 	submittedTotal prometheus.Counter
 	rateLimited    *prometheus.CounterVec
+	checks         *prometheus.CounterVec
+	httpLatency    *prometheus.HistogramVec
 	platform       platformMetrics
 }
 
@@ -43,10 +49,22 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Name: "signoff_rate_limited_total", Help: "API calls refused with 429, by the limit that refused them (client, bad_token, publish).",
 		}, []string{"limit"}),
 	}
+	m.checks = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "signoff_checks_total", Help: "POST /v1/check answers (most of the hook's traffic) by decision: allow, deny, ask.",
+	}, []string{"decision"})
+	m.httpLatency = prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		Name: "signoff_http_request_duration_seconds",
+		Help: "Time to answer an API call, by route (its pattern); a long-poll counts its wait.",
+		// Votes and checks answer in milliseconds; long-polls last up to a minute.
+		Buckets: []float64{0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 15, 30, 60, 120},
+	}, []string{"route"})
 	for _, l := range []string{LimitClient, LimitBadToken, LimitPublish} {
 		m.rateLimited.WithLabelValues(l)
 	}
-	reg.MustRegister(m.requests, m.votes, m.latency, m.submittedTotal, m.rateLimited)
+	for _, d := range []string{"allow", "deny", "ask"} {
+		m.checks.WithLabelValues(d)
+	}
+	reg.MustRegister(m.requests, m.votes, m.latency, m.submittedTotal, m.rateLimited, m.checks, m.httpLatency)
 	m.platform = newPlatformMetrics(reg, m)
 	return m
 }
@@ -62,6 +80,21 @@ func (m *Metrics) submitted() {
 func (m *Metrics) RateLimited(limit string) {
 	if m != nil {
 		m.rateLimited.WithLabelValues(limit).Inc()
+	}
+}
+
+// Checked counts a /v1/check answer by its decision; the HTTP layer calls it.
+func (m *Metrics) Checked(decision string) {
+	if m != nil {
+		m.checks.WithLabelValues(decision).Inc()
+	}
+}
+
+// ObserveHTTP records how long route (a pattern such as
+// "POST /v1/requests") took to answer; the HTTP layer calls it.
+func (m *Metrics) ObserveHTTP(route string, d time.Duration) {
+	if m != nil {
+		m.httpLatency.WithLabelValues(route).Observe(d.Seconds())
 	}
 }
 

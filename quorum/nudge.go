@@ -71,3 +71,56 @@ func parseNudges(f *personaFile, p *bot.Persona, add func(text, bool, string, ..
 		p.Escalate = esc
 	}
 }
+
+// notifyFile is `notify: {command: [curl, …], timeout: 10s}`.
+type notifyFile struct {
+	Command []text `yaml:"command"`
+	Timeout text   `yaml:"timeout"`
+	At      text   `yaml:"-"`
+}
+
+func (f *notifyFile) UnmarshalYAML(n ast.Node) error {
+	type plain notifyFile
+	var p plain
+	if err := yaml.NodeToValue(n, &p, yaml.Strict()); err != nil {
+		return err
+	}
+	*f = notifyFile(p)
+	f.At = at(n)
+	return nil
+}
+
+// maxNotifyTimeout caps a notify command's time limit: it runs for each
+// request, and a hung one holds a slot.
+const maxNotifyTimeout = time.Minute
+
+// parseNotify reads notify: the command run (argv, no shell) for each new
+// request, and its time limit.
+func parseNotify(f *personaFile, p *bot.Persona, add func(text, bool, string, ...any)) {
+	nf := f.Notify
+	if nf == nil {
+		return
+	}
+	if len(nf.Command) == 0 || nf.Command[0].V == "" {
+		add(nf.At, false, "notify.command is required: a list such as [curl, -fsS, --data-binary, \"@-\", https://ntfy.example/topic] (the request comes as JSON on stdin)")
+		return
+	}
+	n := &bot.Notify{}
+	for _, c := range nf.Command {
+		n.Command = append(n.Command, c.V)
+	}
+	if nf.Timeout.V != "" {
+		d, err := time.ParseDuration(nf.Timeout.V)
+		switch {
+		case err != nil:
+			add(nf.Timeout, false, "notify.timeout %q is not a duration such as 10s", nf.Timeout.V)
+			return
+		case d <= 0 || d > maxNotifyTimeout:
+			add(nf.Timeout, false, "notify.timeout must be more than 0 and at most %s", maxNotifyTimeout)
+			return
+		default:
+			n.Timeout = d
+		}
+	}
+	p.Notify = n
+}

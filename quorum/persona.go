@@ -220,6 +220,7 @@ type personaFile struct {
 
 	// The walls of signoff run: quorum/sandbox.go reads them.
 	Sandbox *sandboxFile `yaml:"sandbox"`
+	Notify   *notifyFile   `yaml:"notify"`
 }
 
 var (
@@ -394,6 +395,7 @@ func ParsePersona(file string, data []byte) (bot.Persona, Problems) {
 	parsePermissions(file, &f, &p, add)
 	parseNudges(&f, &p, add)
 	parseSandbox(&f, &p, add)
+	parseNotify(&f, &p, add)
 	if len(ps.Errors()) > 0 {
 		return bot.Persona{}, ps
 	}

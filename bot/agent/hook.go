@@ -162,6 +162,8 @@ type Hook struct {
 	// Verify checks an approval's receipt against the pinned gateway key;
 	// nil allows nothing that needs approval.
 	Verify Verifier
+	// PinCheck checks the request's signed event when it is made.
+	PinCheck PinCheck
 }
 
 // Run reads the hook input from stdin (at most MaxHookInput bytes),
@@ -183,7 +185,7 @@ func (h *Hook) Run(ctx context.Context, stdin io.Reader, stdout io.Writer) error
 		return h.Decide(ctx, b)
 	})
 	if d.Decision == "" || (h.DenyOnly && d.Decision != Deny) {
-		h.logf("signoff: %s: no decision printed; the agent's own rules apply", orText(d.Reason, "left to the agent"))
+		h.logf("signoff: %s: no decision printed; the agent's own rules apply", strings.TrimPrefix(orText(d.Reason, "left to the agent"), "signoff: "))
 		return nil
 	}
 	return WriteHookDecision(stdout, d)
@@ -261,6 +263,10 @@ func (h *Hook) Decide(ctx context.Context, raw []byte) HookDecision {
 	r := res.Request
 	if r == nil || h.Gateway == nil {
 		return deny("%s, and no request could be made; not approved", res.Why)
+	}
+	if err := CheckPin(h.PinCheck, h.Gateway, r); err != nil {
+		h.logf("signoff: %s", errorText(err))
+		return deny("%s; not approved", errorText(err))
 	}
 	asked, _ := permissions.Asked(ch)
 	h.logf("signoff: asked persona %s (request %s): %s", r.Persona, r.ID, bot.Headline(r))

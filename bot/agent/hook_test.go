@@ -318,3 +318,16 @@ func TestFakeGatewayAllowIsNotBelieved(t *testing.T) {
 		t.Errorf("exact allow rule through the real gateway: %q %q, want allow", got, reason)
 	}
 }
+
+// TestHookLogSaysSignoffOnce: the line a caution call leaves on the hook's
+// stderr starts "signoff: " once, not "signoff: signoff: caution".
+func TestHookLogSaysSignoffOnce(t *testing.T) {
+	l := newLive(t, time.Minute)
+	var log strings.Builder
+	h := &agent.Hook{Checker: l.client, Gateway: l.client, Classifier: risk.Default(), Persona: "demo", Agent: "Codex",
+		DenyOnly: true, Timeout: 10 * time.Second, Poll: time.Second, Verify: l.verify, Log: &log}
+	hookOutcome(t, h, hookJSON("Edit", map[string]any{"file_path": hookCwd + "/a.go"}))
+	if got := log.String(); !strings.HasPrefix(got, "signoff: ") || strings.Contains(got, "signoff: signoff:") {
+		t.Errorf("hook log = %q", got)
+	}
+}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -34,7 +35,17 @@ type MCPOptions struct {
 	// Verify checks an approval's receipt against the pinned gateway key;
 	// nil: no approval is believed.
 	Verify Verifier
+	// PinCheck checks the request's signed event when it is made.
+	PinCheck PinCheck
+	// ProgressEvery is how often a waiting request_approval tells the
+	// client it is alive (0: DefaultProgressEvery); the first goes at once.
+	ProgressEvery time.Duration
 }
+
+// DefaultProgressEvery keeps an MCP client's request timer from running
+// out while a person decides: clients that reset their timeout on progress
+// (the official SDKs' resetTimeoutOnProgress) then wait as long as people take.
+const DefaultProgressEvery = 3 * time.Second
 
 // ApprovalIn is request_approval's input.
 type ApprovalIn struct {
@@ -116,6 +127,15 @@ func (o MCPOptions) requestApproval(ctx context.Context, req *mcp.CallToolReques
 	if n.Kind == "" {
 		n.Kind = bot.KindText
 	}
+	// Progress from the first second, then every few seconds, for as long
+	// as the call lasts (the gateway's check may hold the call for a while
+	// before it says which request it made): a client that resets its
+	// timeout on progress then waits as long as people take.
+	var current atomic.Pointer[bot.Request]
+	if token := req.Params.GetProgressToken(); token != nil && req.Session != nil {
+		stop := o.keepAlive(ctx, req, token, n.Persona, &current)
+		defer stop()
+	}
 	var r *bot.Request
 	n.Nonce = bot.NewNonce()
 	if o.Checker != nil {
@@ -137,24 +157,12 @@ func (o MCPOptions) requestApproval(ctx context.Context, req *mcp.CallToolReques
 			return nil, none, fmt.Errorf("could not ask for approval: %s; not approved", errorText(err))
 		}
 	}
-
-	var progress func(*bot.Request)
-	if token := req.Params.GetProgressToken(); token != nil && req.Session != nil {
-		total := r.Deadline.Sub(r.CreatedAt).Seconds()
-		last := 0.0
-		progress = func(r *bot.Request) {
-			now := time.Now()
-			p := max(now.Sub(r.CreatedAt).Seconds(), last+0.001)
-			last = p
-			err := req.Session.NotifyProgress(ctx, &mcp.ProgressNotificationParams{
-				ProgressToken: token, Progress: p, Total: total,
-				Message: "request " + r.ID + ": " + Waiting(r, now),
-			})
-			if err != nil && o.Logger != nil {
-				o.Logger.Debug("progress notification", "id", r.ID, "err", err)
-			}
-		}
+	if err := CheckPin(o.PinCheck, o.Gateway, r); err != nil {
+		return nil, none, fmt.Errorf("%s; not approved", errorText(err))
 	}
+
+	progress := func(next *bot.Request) { current.Store(next) }
+	current.Store(r)
 	poll := o.Poll
 	if poll <= 0 {
 		poll = 10 * time.Second
@@ -187,6 +195,44 @@ func (o MCPOptions) requestApproval(ctx context.Context, req *mcp.CallToolReques
 		text += ". Not approved: do not proceed, and do not try to reach the same result another way."
 	}
 	return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: text}}}, out, nil
+}
+
+// keepAlive sends a progress notification at once and every
+// ProgressEvery until stop is called: what it waits for, and how long.
+func (o MCPOptions) keepAlive(ctx context.Context, req *mcp.CallToolRequest, token any, persona string, current *atomic.Pointer[bot.Request]) (stop func()) {
+	every := o.ProgressEvery
+	if every <= 0 {
+		every = DefaultProgressEvery
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	start := time.Now()
+	go func() {
+		defer close(done)
+		t := time.NewTicker(every)
+		defer t.Stop()
+		last := 0.0
+		for {
+			now := time.Now()
+			p := max(now.Sub(start).Seconds(), last+0.001)
+			last = p
+			params := &mcp.ProgressNotificationParams{ProgressToken: token, Progress: p,
+				Message: "asking persona " + persona + "'s people; waiting for the gateway"}
+			if r := current.Load(); r != nil {
+				params.Total = p + max(r.Deadline.Sub(now).Seconds(), 0)
+				params.Message = "request " + r.ID + ": " + Waiting(r, now)
+			}
+			if err := req.Session.NotifyProgress(ctx, params); err != nil && ctx.Err() == nil && o.Logger != nil {
+				o.Logger.Debug("progress notification", "err", err)
+			}
+			select {
+			case <-ctx.Done():
+				return
+			case <-t.C:
+			}
+		}
+	}()
+	return func() { cancel(); <-done }
 }
 
 // resolvedAtOnce answers a request_approval the gateway decided without

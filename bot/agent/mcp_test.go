@@ -194,18 +194,23 @@ func TestMCPRequestApproval(t *testing.T) {
 				mu       sync.Mutex
 				progress []*mcp.ProgressNotificationParams
 			)
-			cs := connect(t, agent.MCPOptions{Classifier: risk.Default(), Gateway: l.client, Persona: "demo", Poll: 100 * time.Millisecond, Verify: l.verify},
+			cs := connect(t, agent.MCPOptions{Classifier: risk.Default(), Gateway: l.client, Persona: "demo", Poll: 100 * time.Millisecond, ProgressEvery: 50 * time.Millisecond, Verify: l.verify},
 				func(p *mcp.ProgressNotificationParams) {
 					mu.Lock()
 					progress = append(progress, p)
 					mu.Unlock()
 				})
-			// Answer only after a progress notification went out.
+			// Answer only after a progress notification naming the request went out.
 			answered := make(chan *bot.Request, 1)
 			go func() {
 				for range 200 {
 					mu.Lock()
-					n := len(progress)
+					n := 0
+					for _, p := range progress {
+						if strings.HasPrefix(p.Message, "request ") {
+							n++
+						}
+					}
 					mu.Unlock()
 					if n > 0 {
 						answered <- <-l.answer(t, tc.react)
@@ -244,7 +249,16 @@ func TestMCPRequestApproval(t *testing.T) {
 			}
 			mu.Lock()
 			defer mu.Unlock()
-			p := progress[0]
+			var p *mcp.ProgressNotificationParams
+			for _, q := range progress {
+				if strings.Contains(q.Message, r.ID) {
+					p = q
+					break
+				}
+			}
+			if p == nil {
+				t.Fatalf("no progress named request %s", r.ID)
+			}
 			if p.ProgressToken != "tok-1" || !strings.Contains(p.Message, r.ID) || !strings.Contains(p.Message, "left") || p.Total < 59 {
 				t.Errorf("progress %+v", p)
 			}
@@ -289,4 +303,34 @@ func TestMCPRequestApprovalFailsClosed(t *testing.T) {
 			t.Error("no error after the client's deadline")
 		}
 	})
+}
+
+// TestMCPProgressFromTheFirstSecond: the real gateway's check holds the
+// call while people decide (up to 50s before it even names the request),
+// and still the client hears progress at once and every ProgressEvery, so
+// a client that resets its timeout on progress keeps waiting.
+func TestMCPProgressFromTheFirstSecond(t *testing.T) {
+	l := newLive(t, time.Minute)
+	var (
+		mu    sync.Mutex
+		times []time.Duration
+	)
+	start := time.Now()
+	cs := connect(t, agent.MCPOptions{Checker: l.client, Gateway: l.client, Persona: "demo", ProgressEvery: 200 * time.Millisecond, Verify: l.verify},
+		func(p *mcp.ProgressNotificationParams) {
+			mu.Lock()
+			times = append(times, time.Since(start))
+			mu.Unlock()
+		})
+	params := &mcp.CallToolParams{Name: "request_approval", Arguments: map[string]any{"action": "deploy v2 to prod"}}
+	params.SetProgressToken("tok")
+	ctx, cancel := context.WithTimeout(context.Background(), 1100*time.Millisecond)
+	defer cancel()
+	start = time.Now()
+	cs.CallTool(ctx, params) // ends by ctx: nobody answers
+	mu.Lock()
+	defer mu.Unlock()
+	if len(times) < 3 || times[0] > time.Second {
+		t.Fatalf("progress at %v: want the first within a second and more every 200ms", times)
+	}
 }

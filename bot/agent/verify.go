@@ -1,6 +1,9 @@
 package agent
 
 import (
+	"context"
+	"time"
+
 	"github.com/signoff/signoff/bot"
 	"github.com/signoff/signoff/bot/permissions"
 )
@@ -38,4 +41,27 @@ func CheckAllowed(v Verifier, ch permissions.Check, res *permissions.Result) (ok
 		return false, "the gateway says allow, but gave no signed receipt, so it is not believed"
 	}
 	return Approved(v, asked, &bot.Request{ID: res.ReceiptID, Status: bot.Approved, Receipt: res.Receipt})
+}
+
+// PinCheck checks a request the moment the gateway answers with it: its
+// signed event must be the pinned gateway's. A gateway the client does not
+// trust then fails at once, before a person spends an approval nobody
+// would believe. nil checks nothing (the receipt check still decides).
+type PinCheck func(r *bot.Request) error
+
+// CheckPin runs pc on r; when r fails it, r is withdrawn from g (so no one
+// is asked for it) and the error, which says how to fix the pin, returned.
+func CheckPin(pc PinCheck, g Gateway, r *bot.Request) error {
+	if pc == nil || r == nil {
+		return nil
+	}
+	err := pc(r)
+	if err != nil && !r.Status.Final() {
+		if w, ok := g.(Withdrawer); ok {
+			ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+			defer cancel()
+			w.Withdraw(ctx, r.ID, "the requester does not trust this gateway's key (pin mismatch)")
+		}
+	}
+	return err
 }

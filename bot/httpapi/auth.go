@@ -91,6 +91,8 @@ func (a Access) String() string {
 type Mux struct {
 	mux    *http.ServeMux
 	access map[string]Access
+	// observe, when set, is told each call's route and duration.
+	observe func(route string, d time.Duration)
 }
 
 func newMux() *Mux { return &Mux{mux: http.NewServeMux(), access: map[string]Access{}} }
@@ -99,6 +101,14 @@ func newMux() *Mux { return &Mux{mux: http.NewServeMux(), access: map[string]Acc
 func (m *Mux) Handle(pattern string, a Access, h http.Handler) {
 	if a.kind == accessNone {
 		panic(fmt.Sprintf("httpapi: route %q has no Access: give it Public, SignedBody or Needs(scope…)", pattern))
+	}
+	if obs := m.observe; obs != nil {
+		next := h
+		h = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			start := time.Now()
+			next.ServeHTTP(w, r)
+			obs(pattern, time.Since(start))
+		})
 	}
 	m.mux.Handle(pattern, h)
 	m.access[pattern] = a

@@ -104,6 +104,7 @@ func authSetup(t testing.TB) *authFixture {
 		t.Fatal(err)
 	}
 	f.metrics = prometheus.NewRegistry()
+	metrics := bot.NewMetrics(f.metrics)
 	f.api = &httpapi.Server{
 		Gateway: env.Gateway, Ready: env.Store.Ping, Metrics: ok,
 		Extra:        map[string]http.Handler{"POST /slack/events": ok, "POST /slack/interactions": ok, "POST /discord/interactions": ok},
@@ -116,7 +117,9 @@ func authSetup(t testing.TB) *authFixture {
 		AllowedHosts: []string{"signoff", "gateway.internal:8443"},
 		Limit:        limit,
 
-		OnRateLimited: bot.NewMetrics(f.metrics).RateLimited,
+		OnRateLimited: metrics.RateLimited,
+		OnCheck:       metrics.Checked,
+		ObserveRoute:  metrics.ObserveHTTP,
 	}
 	f.srv = httptest.NewServer(f.api.Handler())
 	t.Cleanup(f.srv.Close)

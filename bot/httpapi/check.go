@@ -41,6 +41,9 @@ func (s *Server) check(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, err)
 		return
 	}
+	if s.OnCheck != nil {
+		s.OnCheck(res.Decision)
+	}
 	writeJSON(w, http.StatusOK, res)
 }
 

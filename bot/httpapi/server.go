@@ -56,6 +56,11 @@ type Server struct {
 	Classifier bot.Classifier
 	// Checker decides POST /v1/check and keeps grants (check.go).
 	Checker *permissions.Checker
+	// OnCheck, when set, is told each /v1/check decision (a metric).
+	OnCheck func(decision string)
+	// ObserveRoute, when set, is told how long each routed call took,
+	// by its pattern (a metric).
+	ObserveRoute func(route string, d time.Duration)
 	// AllowedHosts are the names, besides localhost and IP addresses, a
 	// call's Host may give (ParseHosts, SIGNOFF_ALLOWED_HOSTS); any other
 	// Host is refused with 421 (guard.go: DNS rebinding).
@@ -82,6 +87,7 @@ func (s *Server) Handler() http.Handler {
 // Needs(tokens.X), h) — see auth.go.
 func (s *Server) routes() *Mux {
 	mux := newMux()
+	mux.observe = s.ObserveRoute
 	mux.HandleFunc("POST /v1/requests", Needs(tokens.Request), s.submit)
 	mux.HandleFunc("GET /v1/requests", Needs(tokens.ReadRequests), s.list)
 	mux.HandleFunc("GET /v1/requests/{id}", Needs(tokens.Request, tokens.Check, tokens.ReadRequests), s.get)

@@ -26,6 +26,7 @@ type config struct {
 	Persona     string `default:"demo" desc:"persona used by request and exec when --persona is not given"`
 	Rules       string `desc:"risk rules file overriding the embedded default"`
 	LogLevel    string `split_words:"true" default:"info" desc:"debug, info, warn or error"`
+	LogFormat   string `split_words:"true" default:"text" desc:"text or json (one JSON object a line)"`
 	NetPolicy   string `split_words:"true" default:"configs/network/policy.yaml" desc:"the network policy file"`
 	NetBoundary string `split_words:"true" desc:"file of host:port patterns that may ever be approved; empty: no boundary"`
 
@@ -124,8 +125,9 @@ func (c *config) keyPath() string {
 	return defaultKeyPath()
 }
 
-// logger returns a text logger on w at SIGNOFF_LOG_LEVEL; with a level it
-// cannot read, the error and an info-level logger.
+// logger returns a logger on w at SIGNOFF_LOG_LEVEL, text or JSON as
+// SIGNOFF_LOG_FORMAT says; with a setting it cannot read, the error and a
+// text logger at info.
 func (c *config) logger(w io.Writer) (*slog.Logger, error) {
 	var level slog.Level
 	err := level.UnmarshalText([]byte(c.LogLevel))
@@ -133,5 +135,15 @@ func (c *config) logger(w io.Writer) (*slog.Logger, error) {
 		level = slog.LevelInfo
 		err = fmt.Errorf("SIGNOFF_LOG_LEVEL %q is not debug, info, warn or error", c.LogLevel)
 	}
-	return slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: level})), err
+	opts := &slog.HandlerOptions{Level: level}
+	switch strings.ToLower(strings.TrimSpace(c.LogFormat)) {
+	case "json":
+		return slog.New(slog.NewJSONHandler(w, opts)), err
+	case "", "text":
+	default:
+		if err == nil {
+			err = fmt.Errorf("SIGNOFF_LOG_FORMAT %q is not text or json", c.LogFormat)
+		}
+	}
+	return slog.New(slog.NewTextHandler(w, opts)), err
 }

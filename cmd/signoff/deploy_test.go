@@ -512,3 +512,43 @@ func checkKubernetesWiring(t *testing.T, byKind map[string]map[string]any, gw an
 		t.Errorf("redis args %q: want --requirepass $(REDIS_PASSWORD) and --appendonly yes", redisArgs)
 	}
 }
+
+// TestKubernetesDeployIsUsable: the readiness probe does not take a pod
+// out on one slow answer, and the personas ConfigMap is built from
+// personas the person owns (init's), not the ownerless example.
+func TestKubernetesDeployIsUsable(t *testing.T) {
+	path := filepath.Join("..", "..", "configs", "deploy", "kubernetes", "signoff.yaml")
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(string(raw), "--from-file=configs/personas") || !strings.Contains(string(raw), "--from-file=$HOME/.config/signoff/personas") {
+		t.Error("the personas ConfigMap is built from the ownerless example, not the persona init wrote")
+	}
+	for _, d := range readYAMLDocs(t, path) {
+		if get(d, "kind") != "Deployment" {
+			continue
+		}
+		c := get(d, "spec", "template", "spec", "containers").([]any)[0]
+		n, _ := get(c, "readinessProbe", "failureThreshold").(int)
+		if n < 2 {
+			t.Errorf("readinessProbe failureThreshold = %d: one slow answer takes the pod out (flapping)", n)
+		}
+	}
+}
+
+// TestDeployFilesCarryThePinSteps: wherever a gateway runs in a container,
+// the file says how a client pins its key.
+func TestDeployFilesCarryThePinSteps(t *testing.T) {
+	for _, f := range []string{"Dockerfile", "configs/deploy/docker-compose.yaml", "configs/deploy/kubernetes/signoff.yaml"} {
+		b, err := os.ReadFile(filepath.Join("..", "..", f))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, want := range []string{"SIGNOFF_GATEWAY_KEY=npub1", "gateway.pub", "grep 'gateway key'"} {
+			if !strings.Contains(string(b), want) {
+				t.Errorf("%s lacks the pin step %q", f, want)
+			}
+		}
+	}
+}

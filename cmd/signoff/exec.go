@@ -66,7 +66,7 @@ func execCommand(ctx context.Context, a *app, args []string) int {
 		if res.Request == nil {
 			return a.failf("%s, and no request was made; nothing was run", res.Why)
 		}
-		if code, _ := awaitRequest(ctx, a, client, res.Request, verify, asked); code != 0 {
+		if code, _ := awaitRequest(ctx, a, client, res.Request, verify, cfg.pinCheck(), asked); code != 0 {
 			return code
 		}
 	default:

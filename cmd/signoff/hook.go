@@ -51,6 +51,7 @@ func hook(ctx context.Context, a *app, args []string) int {
 	client := requester(cfg, a.stderr)
 	h.Classifier, h.Gateway, h.Checker, h.Persona = c, client, client, settingsPersona(a.stderr, *persona, "the hook's")
 	h.Verify = cfg.verifier(a.stderr)
+	h.PinCheck = cfg.pinCheck()
 	if err := h.Run(ctx, a.stdin, a.stdout); err != nil {
 		fmt.Fprintf(a.stderr, "signoff: writing the decision: %v\n", err)
 		return 2 // blocks the tool: the decision could not be told

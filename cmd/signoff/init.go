@@ -2,12 +2,14 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
 	"os/user"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 
 	"github.com/signoff/signoff/quorum"
@@ -32,13 +34,21 @@ var personaNameRE = regexp.MustCompile(`^[a-z0-9][a-z0-9_-]{0,62}$`)
 // persona they own, and the agent configuration to paste. Run it again
 // and it changes nothing, saying what is already there.
 func initCommand(ctx context.Context, a *app, args []string) int {
-	fs := a.flags("init", "init [--persona NAME] [--name YOU]")
+	fs := a.flags("init", "init [--persona NAME] [--name YOU] [--relay wss://… ]")
 	cfg, err := loadConfig()
 	if err != nil {
 		return a.fail(err)
 	}
 	persona := fs.String("persona", cfg.Persona, "the persona to write, owned by you")
 	name := fs.String("name", defaultPersonName(), "your name on cards and in votes")
+	var relays []string
+	fs.Func("relay", "a Nostr relay (wss://…) the persona posts requests to, so you can answer from a phone (repeat for more)", func(v string) error {
+		if !strings.HasPrefix(v, "wss://") && !strings.HasPrefix(v, "ws://") {
+			return fmt.Errorf("%q: a relay is a wss:// address", v)
+		}
+		relays = append(relays, v)
+		return nil
+	})
 	if code, ok := parse(fs, args); !ok {
 		return code
 	}
@@ -97,46 +107,48 @@ func initCommand(ctx context.Context, a *app, args []string) int {
 			fmt.Fprintf(w, "⚠ persona %s: %s exists and you are not its owner (kept). Add to it:\n    owner:\n      name: %s\n      nostr: %s\n", *persona, path, *name, key.Npub())
 		}
 	case errors.Is(err, os.ErrNotExist):
-		if err := writePersona(path, *persona, *name, key.Npub()); err != nil {
+		if err := writePersona(path, *persona, *name, key.Npub(), relays); err != nil {
 			return a.fail(err)
 		}
-		fmt.Fprintf(w, "✔ persona %s: wrote %s — you (%s) are its owner; requests wait in the terminal (signoff pending)\n", *persona, path, *name)
+		where := "requests wait in the terminal (signoff pending)"
+		if len(relays) > 0 {
+			where = "requests wait in the terminal and on your Nostr relays"
+		}
+		fmt.Fprintf(w, "✔ persona %s: wrote %s — you (%s) are its owner; %s\n", *persona, path, *name, where)
 	default:
 		return a.failf("cannot read %s: %v", path, err)
 	}
 	if _, err := os.Stat("configs/personas"); err == nil && cfg.Personas == "configs/personas" {
-		fmt.Fprintf(w, "  ⚠ this directory has configs/personas, which `signoff serve` run here reads instead; run serve elsewhere or set SIGNOFF_PERSONAS=%s\n", dir)
+		fmt.Fprintf(w, "  note: this directory has configs/personas (the example); `signoff serve` reads yours in %s instead (SIGNOFF_PERSONAS=configs/personas for the example)\n", dir)
 	}
 
-	// 3. What to paste into the agent.
-	hook := fmt.Sprintf("%s hook claude-code --persona %s", bin, *persona)
+	// 3. How the person hears of a request, beyond the terminal.
+	if len(relays) > 0 {
+		fmt.Fprintf(w, "✔ phone: requests go to the Nostr relays %s as public notes (if the persona was written now)\n", strings.Join(relays, ", "))
+	} else {
+		fmt.Fprintf(w, "  phone: to answer from your phone, run init again with --relay wss://your.relay (a Nostr channel; see docs/notifications.md)\n")
+	}
+	fmt.Fprint(w, nostrPrivacyNote)
+	fmt.Fprintf(w, "  hear of each request: `%s pending --watch` (bell, desktop notification), serve's log line, or a notify: command in the persona\n", bin)
+
+	// 4. What to paste into the agent.
+	fmt.Fprint(w, agentConfig(bin, *persona))
 	fmt.Fprintf(w, `
-Claude Code — add to ~/.claude/settings.json:
-  {
-    "hooks": {
-      "PreToolUse": [
-        { "matcher": "*", "hooks": [ { "type": "command", "command": %q, "timeout": 600 } ] }
-      ]
-    }
-  }
-
-Codex — ~/.codex/hooks.json, the same with "command": %q,
-  and in ~/.codex/config.toml:  [features] hooks = true   (then trust it with /hooks)
-
-MCP (Claude Code: claude mcp add signoff -- %s mcp --persona %s), or in .mcp.json:
-  { "mcpServers": { "signoff": { "command": %q, "args": ["mcp", "--persona", %q] } } }
-
 Next: start the gateway, and leave it running:
   %s serve
-Then, in another terminal, try it:
+Then, in another terminal, watch for requests:
+  %s pending --watch
+and in a third, try it:
   %s request --persona %s -- rm -rf /tmp/signoff-try
-  %s approve ID     # the ID it prints; or: %s pending
-
+  %s approve ID     # the ID it prints
+`, bin, bin, bin, *persona, bin)
+	fmt.Fprintf(w, `
 Until a token exists, calls from this machine need none (none of them can
 make one). Close the API with a token only you can make: the command signs
-the call with your key (%s), as persona %s's owner:
-  %s tokens create --name me --scopes admin
-`, hook, fmt.Sprintf("%s hook codex --persona %s", bin, *persona), bin, *persona, bin, *persona, bin, bin, *persona, bin, bin, keyPath, *persona, bin)
+the call with your key (%s), as persona %s's owner (the first token must
+carry admin; admin alone does not let you list, show or approve requests):
+  %s tokens create --name %s --scopes %s,admin
+`, keyPath, *persona, bin, *name, strings.Join(personScopes, ","))
 	return 0
 }
 
@@ -160,7 +172,7 @@ func ensureKey(path string) (*signing.Key, bool, error) {
 	return k, true, nil
 }
 
-func writePersona(path, name, owner, npub string) error {
+func writePersona(path, name, owner, npub string, relays []string) error {
 	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 		return fmt.Errorf("create %s: %w", filepath.Dir(path), err)
 	}
@@ -172,7 +184,13 @@ owner:
   name: %s
   nostr: %s
 timeout: 5m
-`, name, name, owner, npub)
+%s
+# Hear of each request: a command run with the request as JSON on stdin
+# (by the gateway that created it; argv, no shell; see docs/notifications.md).
+# notify:
+#   command: [curl, -fsS, -H, "Title: signoff", --data-binary, "@-", https://ntfy.example/your-topic]
+#   timeout: 10s
+`, name, name, owner, npub, personaChannels(relays))
 	if _, problems := quorum.ParsePersona(path, []byte(body)); len(problems.Errors()) > 0 {
 		return fmt.Errorf("the persona init would write is invalid: %v", problems.Errors())
 	}
@@ -185,6 +203,76 @@ timeout: 5m
 		return fmt.Errorf("write persona: %w", err)
 	}
 	return f.Close()
+}
+
+// personaChannels is the channels block init writes: the terminal, and a
+// Nostr channel on the relays the person named.
+func personaChannels(relays []string) string {
+	if len(relays) == 0 {
+		return `channels:
+  - terminal: {}
+  # Answer from your phone: requests become PUBLIC notes on these relays.
+  # - nostr:
+  #     relays: [wss://relay.example.com]`
+	}
+	q := make([]string, len(relays))
+	for i, r := range relays {
+		q[i] = strconv.Quote(r)
+	}
+	return `channels:
+  - terminal: {}
+  # Requests are PUBLIC notes on these relays: anyone can read the action,
+  # the reason and the persona. React ✅ (or reply "approve") from your phone.
+  - nostr:
+      relays: [` + strings.Join(q, ", ") + `]`
+}
+
+// nostrPrivacyNote is what init says of the phone route.
+const nostrPrivacyNote = `  ⚠ on Nostr a request is a public note: the action, its reason, the persona (and any path or
+    working directory in the action) are readable by anyone on those relays. Answer with a ✅ or ❌
+    reaction from a client that lets you pick the reaction emoji (Amethyst, Damus, noStrudel), or
+    reply "approve" / "deny" from any client; a plain like sends "+", which is ignored.
+`
+
+// personScopes is what a person's own commands need: pending and show
+// (read:requests), request and withdraw (request), approve and deny
+// (request, check or read:requests), the hook and exec (check), classify
+// and publish.
+var personScopes = []string{"request", "check", "read:requests", "classify", "publish"}
+
+// agentConfig is what to paste into the agents: Claude Code's settings
+// (failing closed), Codex's hooks file and feature flag, and MCP.
+func agentConfig(bin, persona string) string {
+	hook := func(agent string) string { return fmt.Sprintf("%s hook %s --persona %s", bin, agent, persona) }
+	indent := func(v any) string {
+		b, _ := json.MarshalIndent(v, "  ", "  ")
+		return "  " + string(b)
+	}
+	entry := func(cmd string, onFailure bool) map[string]any {
+		h := map[string]any{"type": "command", "command": cmd, "timeout": 600}
+		if onFailure {
+			h["onFailure"] = "block" // a hook that cannot start or times out blocks the call
+		}
+		m := map[string]any{"hooks": []any{h}}
+		if onFailure {
+			m["matcher"] = "*"
+		}
+		return map[string]any{"hooks": map[string]any{"PreToolUse": []any{m}}}
+	}
+	return fmt.Sprintf(`
+Claude Code — merge into ~/.claude/settings.json ("onFailure": "block": a hook that cannot run blocks the call):
+%s
+
+Codex — ~/.codex/hooks.json (then review and trust it with /hooks):
+%s
+Codex — and in ~/.codex/config.toml:
+  [features]
+  hooks = true
+
+MCP (Claude Code: claude mcp add signoff -- %s mcp --persona %s), or in .mcp.json:
+  { "mcpServers": { "signoff": { "command": %q, "args": ["mcp", "--persona", %q] } } }
+  (an MCP client's request timeout must outlast the persona's timeout: see docs/agents.md)
+`, indent(entry(hook("claude-code"), true)), indent(entry(hook("codex"), false)), bin, persona, bin, persona)
 }
 
 // defaultPersonName is the login name, made safe for a persona file.

@@ -64,6 +64,7 @@ func TestInitThenWalkthrough(t *testing.T) {
 	}
 	for _, want := range []string{
 		`"command": "` + bin + ` hook claude-code --persona demo"`,
+		`"onFailure": "block"`,
 		bin + " hook codex --persona demo",
 		`"command": "` + bin + `", "args": ["mcp", "--persona", "demo"]`,
 		"Next: start the gateway",

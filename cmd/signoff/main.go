@@ -12,6 +12,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 
 	"github.com/signoff/signoff/bot"
@@ -24,8 +25,8 @@ const usage = `signoff — an approval gateway for AI agents
 usage:
   signoff serve                              run the gateway
   signoff request [flags] -- CMD…            ask for approval and wait (or --action TEXT)
-  signoff init                               first run: your key, a persona owned by you, agent config
-  signoff pending                            list requests waiting for an answer
+  signoff init [--relay wss://…]             first run: your key, a persona owned by you, agent config
+  signoff pending [--json] [--watch]         list requests waiting for an answer; --watch: live, bell, desktop
   signoff show [--json] ID                   one request whole: action, votes, who may still answer
   signoff withdraw [--reason R] ID           take back a pending request
   signoff publish [--persona P] TEXT         post a plain message on the persona's channels (scope publish)
@@ -44,6 +45,7 @@ usage:
   signoff classify [--json] -- CMD…          risk of a shell command (stdin with --json)
   signoff exec [--persona P] -- CMD…         run; ask first when dangerous
   signoff hook claude-code                   Claude Code PreToolUse hook (JSON on stdin)
+  signoff hook codex                         Codex PreToolUse hook (JSON on stdin; it honours deny only)
   signoff mcp                                MCP server on stdio (request_approval, classify)
   signoff tokens [create|revoke]             list, make (printed once) and revoke API tokens, signed with your key
   signoff ext install MANIFEST [--yes]       show what an extension asks for, then make its token
@@ -52,8 +54,11 @@ usage:
   signoff proxy [--listen ADDR] [--persona P] the egress proxy (HTTPS_PROXY / HTTP_PROXY for the agent)
   signoff net request|requests|approve|deny|policy   network access requests and policy revisions
 
-Exit codes: 0 approved / ok, 1 denied, expired or check failed, 2 usage or server error.
-Configuration comes from SIGNOFF_* environment variables; see docs/configuration.md.
+  signoff version | --version                this binary's version, commit and Go version
+  signoff completion bash|zsh|fish           shell completion script (e.g. source <(signoff completion bash))
+
+Exit codes: 0 approved / ok (and --help), 1 denied, expired or check failed, 2 usage or server error.
+Configuration comes from SIGNOFF_* environment variables (signoff serve --help lists them).
 `
 
 // app carries what a subcommand may touch, so tests can run the real
@@ -92,10 +97,19 @@ func (a *app) run(ctx context.Context, args []string) int {
 		}
 		return 0
 	}
+	if args[0] == "--version" || args[0] == "-version" {
+		args[0] = "version"
+	}
 	cmd, ok := commands[args[0]]
 	if !ok {
 		fmt.Fprintf(a.stderr, "signoff: unknown command %q\n\n%s", args[0], usage)
 		return 2
+	}
+	if len(args) == 2 && (args[1] == "-h" || args[1] == "--help" || args[1] == "help") {
+		// Help was asked for: what the command printed is its usage,
+		// whichever way it says so.
+		cmd(ctx, a, args[1:])
+		return 0
 	}
 	return cmd(ctx, a, args[1:])
 }
@@ -130,7 +144,21 @@ func (a *app) fail(err error) int {
 		msg = e.Message
 	}
 	fmt.Fprintf(a.stderr, "signoff: %s\n", msg)
+	if scopes := missingScopes(msg); scopes != "" {
+		fmt.Fprintf(a.stderr, "  a token that may: signoff tokens create --name me --scopes %s (run with an admin token; give the new one as SIGNOFF_TOKEN)\n", scopes)
+	}
 	return 2
+}
+
+// missingScopes reads the scopes a "token … lacks scope a or b" error
+// names, comma-separated for tokens create ("" when it is not one).
+func missingScopes(msg string) string {
+	_, after, ok := strings.Cut(msg, "lacks scope ")
+	if !ok {
+		return ""
+	}
+	after, _, _ = strings.Cut(after, ";")
+	return strings.Join(strings.Fields(strings.ReplaceAll(strings.TrimSpace(after), " or ", " ")), ",")
 }
 
 func (a *app) failf(format string, args ...any) int {

@@ -32,7 +32,7 @@ func mcpServe(ctx context.Context, a *app, args []string) int {
 	client := requester(cfg, a.stderr)
 	s := agent.NewMCPServer(agent.MCPOptions{
 		Gateway: client, Checker: client, Classifier: c, Persona: p, LockPersona: true, Logger: log,
-		Verify: cfg.verifier(a.stderr),
+		Verify: cfg.verifier(a.stderr), PinCheck: cfg.pinCheck(),
 	})
 	stdin := a.stdin
 	if stdin == nil {

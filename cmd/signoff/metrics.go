@@ -34,3 +34,14 @@ func registerWaiters(reg prometheus.Registerer, g *bot.Gateway) {
 		Name: "signoff_waiters", Help: "Callers waiting on this replica for a request's decision (long-polls, hooks, MCP calls).",
 	}, func() float64 { return float64(g.Waiting()) }))
 }
+
+// registerBuildInfo adds signoff_build_info{version, commit, goversion} 1:
+// which build each replica runs.
+func registerBuildInfo(reg prometheus.Registerer) {
+	v, commit, gov := buildVersion()
+	g := prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "signoff_build_info", Help: "The build this gateway runs: its version, commit and Go version (always 1).",
+	}, []string{"version", "commit", "goversion"})
+	g.WithLabelValues(v, commit, gov).Set(1)
+	reg.MustRegister(g)
+}

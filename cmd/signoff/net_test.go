@@ -361,7 +361,7 @@ func TestProxyHintNamesAnAddressToConnectTo(t *testing.T) {
 		want string
 	}{
 		{&net.TCPAddr{IP: net.IPv4(127, 0, 0, 1), Port: 3128}, "HTTPS_PROXY=http://127.0.0.1:3128 HTTP_PROXY=http://127.0.0.1:3128"},
-		{&net.TCPAddr{IP: net.IPv4zero, Port: 3128}, "HTTPS_PROXY=http://127.0.0.1:3128 HTTP_PROXY=http://127.0.0.1:3128 (listening on every address"},
+		{&net.TCPAddr{IP: net.IPv4zero, Port: 3128}, "HTTPS_PROXY=http://127.0.0.1:3128 HTTP_PROXY=http://127.0.0.1:3128 https_proxy=http://127.0.0.1:3128 http_proxy=http://127.0.0.1:3128 (listening on every address"},
 		{&net.TCPAddr{IP: net.IPv6unspecified, Port: 3129}, "HTTPS_PROXY=http://127.0.0.1:3129"},
 	} {
 		got := proxyHint(tc.addr)

@@ -1,12 +1,16 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"net"
 	"net/url"
 	"os"
 	"path/filepath"
+	"strings"
+
+	"github.com/nbd-wtf/go-nostr/nip19"
 
 	"github.com/signoff/signoff/bot"
 	"github.com/signoff/signoff/bot/agent"
@@ -59,7 +63,12 @@ func (c *config) pin() (signing.Pin, error) {
 func (c *config) verifier(w io.Writer) agent.Verifier {
 	p, err := c.pin()
 	if err != nil {
-		fmt.Fprintf(w, "signoff: %v; anything that needs approval will be denied\n", err)
+		fix := ""
+		if errors.Is(err, signing.ErrUnpinned) {
+			fix = "\n  for a gateway on another machine or in a container, pin its key: export SIGNOFF_GATEWAY_KEY=npub1… " +
+				"(or write it to " + defaultPinPath() + "); the gateway logs it at start (\"gateway key … npub=…\")"
+		}
+		fmt.Fprintf(w, "signoff: %v; anything that needs approval will be denied%s\n", err, fix)
 		return nil
 	}
 	return func(asked bot.NewRequest, r *bot.Request) error { return signing.CheckApproval(p.Key, asked, r) }
@@ -110,4 +119,40 @@ func warnOpenRedis(raw string, log interface{ Warn(string, ...any) }) {
 	}
 	log.Warn("Redis is reached over the network without a password: require auth (requirepass or an ACL user) " +
 		"and keep it out of the agent's reach; see docs/trust-boundary.md")
+}
+
+// pinCheck is the check every client runs the moment the gateway answers
+// with a request: its signed event must be the pinned key's, else the
+// request is withdrawn and the person told how to pin the right key.
+// Unpinned it is nil (verifier has said so). A request with no event is
+// left to the receipt check.
+func (c *config) pinCheck() agent.PinCheck {
+	p, err := c.pin()
+	if err != nil {
+		return nil
+	}
+	return func(r *bot.Request) error {
+		if len(r.Event) == 0 {
+			return nil
+		}
+		ev, err := signing.VerifyEvent(r.Event)
+		if err != nil {
+			return fmt.Errorf("request %s's signed event does not verify (%s)", r.ID, bot.ErrorMessage(err))
+		}
+		if ev.PubKey == p.Key {
+			return nil
+		}
+		theirs, mine := npubOf(ev.PubKey), npubOf(p.Key)
+		return fmt.Errorf("the gateway at %s signs with %s, not the pinned gateway key %s (from %s), so nothing it approves would be believed: request %s was withdrawn before anyone approved it.\n"+
+			"  If that gateway is yours (its start-up log says \"gateway key … npub=%s\"), pin it: put %s in place of the old key in %s "+
+			"(SIGNOFF_GATEWAY_KEY=%s, or the file %s); in a container, give the gateway a fixed key (SIGNOFF_NOSTR_KEY) so the pin survives a restart",
+			c.URL, theirs, mine, strings.Join(p.From, ", "), r.ID, theirs, theirs, strings.Join(p.From, ", "), theirs, defaultPinPath())
+	}
+}
+
+func npubOf(hex string) string {
+	if s, err := nip19.EncodePublicKey(hex); err == nil {
+		return s
+	}
+	return hex
 }

@@ -118,8 +118,14 @@ flags:
 func proxyHint(addr net.Addr) string {
 	tcp, ok := addr.(*net.TCPAddr)
 	if !ok || !tcp.IP.IsUnspecified() {
-		return fmt.Sprintf("start the agent with HTTPS_PROXY=http://%s HTTP_PROXY=http://%s", addr, addr)
+		return "start the agent with " + proxyVars("http://"+addr.String())
 	}
 	local := net.JoinHostPort("127.0.0.1", strconv.Itoa(tcp.Port))
-	return fmt.Sprintf("start the agent with HTTPS_PROXY=http://%s HTTP_PROXY=http://%s (listening on every address: an agent on another host or container uses this host's address or name, port %d)", local, local, tcp.Port)
+	return fmt.Sprintf("start the agent with %s (listening on every address: an agent on another host or container uses this host's address or name, port %d)", proxyVars("http://"+local), tcp.Port)
+}
+
+// proxyVars is the proxy's variables in both cases: curl reads only the
+// lower-case http_proxy, other tools only the upper-case ones.
+func proxyVars(url string) string {
+	return fmt.Sprintf("HTTPS_PROXY=%[1]s HTTP_PROXY=%[1]s https_proxy=%[1]s http_proxy=%[1]s", url)
 }

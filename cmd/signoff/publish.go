@@ -38,7 +38,13 @@ func publish(ctx context.Context, a *app, args []string) int {
 		fmt.Fprintf(a.stderr, "signoff: not posted on %s %s: %s\n", f.Platform, f.Channel, f.Error)
 	}
 	if len(res.Posted) == 0 {
-		fmt.Fprintf(a.stderr, "signoff: posted nowhere: no channel of persona %s took it\n", *persona)
+		if len(res.Failed) == 0 {
+			// The terminal channel (what init writes) keeps requests, not messages.
+			fmt.Fprintf(a.stderr, "signoff: posted nowhere: persona %s has no channel that carries messages (the terminal shows requests only); "+
+				"add a Nostr, Slack or Discord channel to its file (e.g. signoff init --relay wss://… for a new one) and restart serve\n", *persona)
+		} else {
+			fmt.Fprintf(a.stderr, "signoff: posted nowhere: no channel of persona %s took it\n", *persona)
+		}
 		return 1
 	}
 	return 0

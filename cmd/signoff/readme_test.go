@@ -94,6 +94,9 @@ func TestReadmeExamples(t *testing.T) {
 func TestMetricsSeries(t *testing.T) {
 	gateway(t, demoPersona)
 	id, _, code := startRequest(t, "--", "rm", "-rf", "/tmp/x")
+	if c, out, errs := cli("check", "--", "ls"); c != 0 { // a safe call: one /v1/check allow
+		t.Fatalf("check = %d %s %s", c, out, errs)
+	}
 	scrape := func() string {
 		resp, err := http.Get(os.Getenv("SIGNOFF_URL") + "/metrics")
 		if err != nil {
@@ -115,6 +118,10 @@ func TestMetricsSeries(t *testing.T) {
 		`signoff_requests_total{outcome="withdrawn"} 0`, `signoff_requests_total{outcome="expired"} 0`,
 		`signoff_votes_total{result="duplicate"} 0`,
 		`signoff_post_errors_total{platform="slack"} 0`, `signoff_edit_errors_total{platform="discord"} 0`,
+		`signoff_checks_total{decision="deny"} 0`, `signoff_checks_total{decision="allow"} 1`,
+		`signoff_http_request_duration_seconds_count{route="POST /v1/requests"} 1`,
+		`signoff_http_request_duration_seconds_bucket{route="POST /v1/check",le="+Inf"} 1`,
+		`signoff_build_info{commit=`,
 	} {
 		if !strings.Contains(string(b), want) {
 			t.Errorf("/metrics lacks %q", want)

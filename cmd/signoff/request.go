@@ -47,14 +47,14 @@ func request(ctx context.Context, a *app, args []string) int {
 	if n.Persona == "" {
 		n.Persona = cfg.Persona
 	}
-	code, _ := ask(ctx, a, requester(cfg, a.stderr), n, cfg.verifier(a.stderr))
+	code, _ := ask(ctx, a, requester(cfg, a.stderr), n, cfg.verifier(a.stderr), cfg.pinCheck())
 	return code
 }
 
 // ask submits n, shows the ⛔ line, waits showing progress, and returns
 // the exit code: 0 approved, 1 denied or expired, 2 error. Any error while
 // waiting is a deny: silence is never consent.
-func ask(ctx context.Context, a *app, c *httpapi.Client, n bot.NewRequest, verify agent.Verifier) (int, *bot.Request) {
+func ask(ctx context.Context, a *app, c *httpapi.Client, n bot.NewRequest, verify agent.Verifier, pin agent.PinCheck) (int, *bot.Request) {
 	n.Nonce = bot.NewNonce()
 	r, err := agent.Submit(ctx, c, n)
 	if err != nil {
@@ -68,12 +68,16 @@ func ask(ctx context.Context, a *app, c *httpapi.Client, n bot.NewRequest, verif
 		}
 		return a.fail(err), nil
 	}
-	return awaitRequest(ctx, a, c, r, verify, n)
+	return awaitRequest(ctx, a, c, r, verify, pin, n)
 }
 
 // awaitRequest shows a pending request and waits for its decision: exit
 // 0 approved, 1 denied, expired or interrupted, 2 the gateway lost.
-func awaitRequest(ctx context.Context, a *app, c *httpapi.Client, r *bot.Request, verify agent.Verifier, n bot.NewRequest) (int, *bot.Request) {
+func awaitRequest(ctx context.Context, a *app, c *httpapi.Client, r *bot.Request, verify agent.Verifier, pin agent.PinCheck, n bot.NewRequest) (int, *bot.Request) {
+	if err := agent.CheckPin(pin, c, r); err != nil {
+		fmt.Fprintf(a.stderr, "signoff: %v; not approved\n", err)
+		return 2, r
+	}
 	fmt.Fprintln(a.stderr, bot.Headline(r))
 	fmt.Fprintf(a.stderr, "  risk: %s", r.Level)
 	if len(r.Reasons) > 0 {
@@ -89,6 +93,9 @@ func awaitRequest(ctx context.Context, a *app, c *httpapi.Client, r *bot.Request
 	d.Stop()
 	if err != nil {
 		if ctx.Err() != nil {
+			if wait.IsTerminal(a.stderr) {
+				fmt.Fprintln(a.stderr) // after the ^C the terminal echoed
+			}
 			if r.Status == bot.Withdrawn {
 				fmt.Fprintf(a.stderr, "signoff: interrupted while waiting; request %s withdrawn, not approved\n", r.ID)
 			} else {

@@ -15,8 +15,10 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"text/tabwriter"
 	"time"
 
+	"github.com/kelseyhightower/envconfig"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
@@ -24,6 +26,7 @@ import (
 	"github.com/signoff/signoff/bot"
 	"github.com/signoff/signoff/bot/grants"
 	"github.com/signoff/signoff/bot/httpapi"
+	"github.com/signoff/signoff/bot/notify"
 	"github.com/signoff/signoff/bot/permissions"
 	"github.com/signoff/signoff/bot/readiness"
 	"github.com/signoff/signoff/configs"
@@ -41,6 +44,14 @@ type runner interface {
 
 func serve(ctx context.Context, a *app, args []string) int {
 	fs := a.flags("serve", "serve")
+	fs.Usage = func() {
+		fmt.Fprint(a.stderr, "usage: signoff serve   (run the gateway; no flags: it is configured by these variables)\n\n")
+		var c config
+		tw := tabwriter.NewWriter(a.stderr, 0, 4, 2, ' ', 0)
+		envconfig.Usagef("signoff", &c, tw, serveUsageFormat)
+		tw.Flush()
+		fmt.Fprint(a.stderr, "\nLogs: SIGNOFF_LOG_FORMAT=json for JSON lines. New requests are logged with the commands that answer them.\n")
+	}
 	if code, ok := parse(fs, args); !ok {
 		return code
 	}
@@ -160,6 +171,7 @@ func serveWith(ctx context.Context, a *app, cfg *config) int {
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	registerPending(reg, store)
+	registerBuildInfo(reg)
 	metrics := bot.NewMetrics(reg)
 	g := &bot.Gateway{
 		Store:      store,
@@ -172,6 +184,18 @@ func serveWith(ctx context.Context, a *app, cfg *config) int {
 		Logger:     log,
 	}
 	g.Grants = &grants.Maker{Store: store, Audit: audit}
+	notifier := &notify.Runner{Logger: log}
+	defer notifier.Close()
+	// The notify commands come from the files this process read, never
+	// from the store (which anyone who reaches Redis could write).
+	notifyOf := map[string]bot.Persona{}
+	for _, p := range personas {
+		notifyOf[p.Name] = p
+	}
+	g.Created = func(r bot.Request, _ bot.Persona) {
+		logNewRequest(log, &r)
+		notifier.Notify(&r, notifyOf[r.Persona])
+	}
 	registerWaiters(reg, g)
 	plat, err := platforms(cfg, g, personas, key, log)
 	if err != nil {
@@ -241,6 +265,9 @@ func serveWith(ctx context.Context, a *app, cfg *config) int {
 		Classifier: classifier,
 		Checker:    &permissions.Checker{Personas: store, Classifier: classifier, Grants: store, Audit: audit, Requests: g, Notary: key},
 
+		OnCheck:      metrics.Checked,
+		ObserveRoute: metrics.ObserveHTTP,
+
 		AllowedHosts:  hosts,
 		Limit:         limit,
 		OnRateLimited: metrics.RateLimited,
@@ -284,6 +311,18 @@ func serveWith(ctx context.Context, a *app, cfg *config) int {
 		srv.Close()
 	}
 	return 0
+}
+
+// serveUsageFormat is serve --help's table of variables.
+const serveUsageFormat = `{{range .}}{{usage_key .}}{{"\t"}}{{usage_default .}}{{"\t"}}{{usage_description .}}
+{{end}}`
+
+// logNewRequest is serve's line for a request people may answer: what it
+// is (the action escaped, on one line) and the commands that answer it.
+func logNewRequest(log *slog.Logger, r *bot.Request) {
+	m := notify.NewMessage(r)
+	log.Info("NEW REQUEST waiting for an answer", "id", r.ID, "persona", r.Persona, "level", string(r.Level),
+		"action", oneLine(bot.Escape(r.Action), 200), "approve", m.Approve, "deny", m.Deny, "show", m.Show)
 }
 
 // apiGuards reads SIGNOFF_ALLOWED_HOSTS, SIGNOFF_RATE_LIMIT and
@@ -331,8 +370,18 @@ func loadPersonas(dir string, log *slog.Logger) ([]bot.Persona, error) {
 		problems quorum.Problems
 		err      error
 	)
-	if _, statErr := os.Stat(dir); errors.Is(statErr, os.ErrNotExist) && dir == "configs/personas" {
-		dir = userPersonasDir() // where `signoff init` writes yours
+	if dir == "configs/personas" && os.Getenv("SIGNOFF_PERSONAS") == "" {
+		_, here := os.Stat(dir)
+		if _, mine := os.Stat(userPersonasDir()); mine == nil {
+			// `signoff init` was run: yours, even in a clone whose
+			// configs/personas holds the example.
+			if here == nil {
+				log.Info("personas: using yours in " + userPersonasDir() + ", not configs/personas here (SIGNOFF_PERSONAS=configs/personas to use those)")
+			}
+			dir = userPersonasDir()
+		} else if errors.Is(here, os.ErrNotExist) {
+			dir = userPersonasDir() // where `signoff init` writes yours
+		}
 	}
 	embedded := false
 	if _, statErr := os.Stat(dir); errors.Is(statErr, os.ErrNotExist) && dir == userPersonasDir() {

@@ -72,6 +72,7 @@ func (f signerFlags) open(a *app, cfg *config, name string) (*personSigner, int)
 	if err != nil {
 		return nil, a.failf("key file %s: %v", path, err)
 	}
+	warnKeyMode(a, path)
 	return &personSigner{key: key}, 0
 }
 
@@ -92,4 +93,12 @@ func (s *personSigner) react(ctx context.Context, a *app, signed *nostr.Event, c
 	}
 	show(s.key.Npub())
 	return ev, nil
+}
+
+// warnKeyMode says so when a person's key file can be read by others:
+// whoever reads it can approve as them.
+func warnKeyMode(a *app, path string) {
+	if st, err := os.Stat(path); err == nil && st.Mode().Perm()&0o077 != 0 {
+		fmt.Fprintf(a.stderr, "signoff: ⚠ your key file %s can be read by others (mode %04o), and whoever reads it can approve as you: chmod 600 %s\n", path, st.Mode().Perm(), path)
+	}
 }
