@@ -181,6 +181,17 @@ func buildView(s *spec) error {
 			return fmt.Errorf("private %s: %w", d, err)
 		}
 	}
+	for path, data := range s.Plan.Files {
+		if !strings.HasPrefix(path, "/tmp/") {
+			return fmt.Errorf("file %s: only the private /tmp takes files", path)
+		}
+		if err := os.MkdirAll(filepath.Dir(at(path)), 0o755); err != nil {
+			return err
+		}
+		if err := os.WriteFile(at(path), data, 0o444); err != nil {
+			return err
+		}
+	}
 	if err := makeDev(at("/dev")); err != nil {
 		return fmt.Errorf("/dev: %w", err)
 	}

@@ -27,6 +27,10 @@ func init() { commands["run"] = runCmd }
 // proxyPort is the egress proxy's port inside a sandbox.
 const proxyPort = 8181
 
+// sandboxBundle is where the agent finds the roots it trusts: the
+// system's and the proxy's CA (for the doors it inspects).
+const sandboxBundle = "/tmp/signoff/ca-bundle.pem"
+
 // runCmd starts an agent in the sandbox: walls from the persona and the
 // defaults, doors to the egress proxy and the gateway.
 func runCmd(ctx context.Context, a *app, args []string) int {
@@ -120,8 +124,22 @@ func runCmd(ctx context.Context, a *app, args []string) int {
 		}()
 	}
 
+	// The CA that opens TLS on doors narrowed to methods or paths: its key
+	// stays in the data dir (hidden inside); the agent trusts its bundle.
+	ca, err := proxy.LoadCA(cfg.DataDir)
+	if err != nil {
+		return a.failf("the egress proxy cannot start: its CA: %v; nothing started", err)
+	}
+	bundlePath := filepath.Join(cfg.DataDir, "proxy-ca-bundle.pem")
+	if err := ca.WriteBundle(bundlePath); err != nil {
+		return a.failf("the egress proxy cannot start: %v; nothing started", err)
+	}
+	bundle, err := os.ReadFile(bundlePath)
+	if err != nil {
+		return a.failf("the egress proxy cannot start: %v; nothing started", err)
+	}
 	log, _ := cfg.logger(io.Discard)
-	px := &proxy.Proxy{Source: client, Persona: p.Name, Logger: log, MaxConns: 512}
+	px := &proxy.Proxy{Source: client, Persona: p.Name, Logger: log, MaxConns: 512, CA: ca}
 	pctx, stopProxy := context.WithCancel(ctx)
 	defer stopProxy()
 	go func() { _ = px.Run(pctx) }()
@@ -158,6 +176,10 @@ func runCmd(ctx context.Context, a *app, args []string) int {
 		"SIGNOFF_SANDBOX":     "1",
 		"TMPDIR":              "/tmp",
 	}
+	for _, kv := range proxy.TrustEnv(sandboxBundle) {
+		k, v, _ := strings.Cut(kv, "=")
+		set[k] = v
+	}
 	home, _ := os.UserHomeDir()
 	confDir := filepath.Dir(defaultKeyPath())
 	hidden := []string{confDir, cfg.DataDir, cfg.keyPath(), cfg.AuditPath, filepath.Dir(cfg.AuditPath), defaultPinPath()}
@@ -183,6 +205,7 @@ func runCmd(ctx context.Context, a *app, args []string) int {
 	if err != nil {
 		return a.fail(err)
 	}
+	plan.Files = map[string][]byte{sandboxBundle: bundle}
 	if !*quiet {
 		rev := px.Revision()
 		fmt.Fprintln(a.stderr, sandbox.StartLine(plan, home, sandbox.DoorsLine{

@@ -6,9 +6,17 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
 	"encoding/json"
+	"encoding/pem"
 	"fmt"
 	"io"
+	"math/big"
 	"net"
 	"net/http"
 	"os"
@@ -723,4 +731,71 @@ env | grep -c sgn_ ; echo done`)
 	if strings.Contains(string(list), "run-demo") && !strings.Contains(string(list), "revoked") {
 		t.Errorf("the sandbox's token outlived the agent:\n%s", list)
 	}
+}
+
+// TestAgentCannotWriteThroughAReadOnlyHTTPSDoorInsideRun: a person opened
+// an HTTPS host read-only; inside signoff run the agent trusts the proxy's
+// CA without being told (the bundle and its variables are set), so its GET
+// passes and is inspected, and a POST or DELETE through the same door is
+// refused.
+func TestAgentCannotWriteThroughAReadOnlyHTTPSDoorInsideRun(t *testing.T) {
+	upstreamCA, upstream := tlsUpstream(t, "127.0.0.2")
+	host, port, _ := net.SplitHostPort(upstream)
+	w := newWorld(t)
+	policy := filepath.Join(w.root, "policy.yaml")
+	w.write(policy, fmt.Sprintf("hosts:\n  - host: %s\n    port: %s\n    access: read-only\n", host, port))
+	roots := filepath.Join(w.root, "upstream-roots.pem")
+	w.write(roots, upstreamCA)
+	w.serve.Process.Kill()
+	w.serve.Wait()
+	w.url = ""
+	// The proxy verifies the upstream against the roots it is given
+	// (SSL_CERT_FILE of signoff run itself: the test's upstream CA).
+	w.env = append(w.env, "SIGNOFF_NET_POLICY="+policy, "SSL_CERT_FILE="+roots)
+	w.startServe()
+	code, out := w.run(fmt.Sprintf(`
+echo "get: $(curl -s --max-time 10 https://%[1]s/index.html)"
+echo "post: $(curl -s -o /dev/null -w '%%{http_code}' --max-time 10 -X POST -d x https://%[1]s/upload)"
+echo "delete: $(curl -s -o /dev/null -w '%%{http_code}' --max-time 10 -X DELETE https://%[1]s/index.html)"
+echo "ca: $SSL_CERT_FILE $CURL_CA_BUNDLE"
+echo done`, upstream))
+	if code != 0 || !strings.Contains(out, "done") {
+		t.Fatalf("run = %d:\n%s", code, out)
+	}
+	for _, want := range []string{"get: UPSTREAM GET /index.html", "post: 403", "delete: 403", "ca: /tmp/signoff/ca-bundle.pem /tmp/signoff/ca-bundle.pem"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("no %q:\n%s", want, out)
+		}
+	}
+	if strings.Contains(out, "UPSTREAM POST") || strings.Contains(out, "UPSTREAM DELETE") {
+		t.Errorf("a write reached the upstream:\n%s", out)
+	}
+}
+
+// tlsUpstream serves HTTPS on ip with a certificate from a CA of its own;
+// it returns the CA (PEM) and the address. It answers with the method and
+// path it saw.
+func tlsUpstream(t *testing.T, ip string) (string, string) {
+	t.Helper()
+	caKey, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	caTmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "test upstream CA"},
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour), IsCA: true,
+		KeyUsage: x509.KeyUsageCertSign, BasicConstraintsValid: true}
+	caDER, err := x509.CreateCertificate(rand.Reader, caTmpl, caTmpl, &caKey.PublicKey, caKey)
+	must(t, err)
+	caCert, _ := x509.ParseCertificate(caDER)
+	leafKey, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	leafTmpl := &x509.Certificate{SerialNumber: big.NewInt(2), Subject: pkix.Name{CommonName: ip},
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour), IPAddresses: []net.IP{net.ParseIP(ip)},
+		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}, KeyUsage: x509.KeyUsageDigitalSignature}
+	leafDER, err := x509.CreateCertificate(rand.Reader, leafTmpl, caCert, &leafKey.PublicKey, caKey)
+	must(t, err)
+	ln, err := net.Listen("tcp", ip+":0")
+	must(t, err)
+	srv := &http.Server{Handler: http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
+		fmt.Fprintf(rw, "UPSTREAM %s %s", r.Method, r.URL.Path)
+	}), TLSConfig: &tls.Config{Certificates: []tls.Certificate{{Certificate: [][]byte{leafDER}, PrivateKey: leafKey}}}}
+	go srv.ServeTLS(ln, "", "")
+	t.Cleanup(func() { srv.Close() })
+	return string(pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: caDER})), ln.Addr().String()
 }
