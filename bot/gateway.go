@@ -279,6 +279,9 @@ func (g *Gateway) submit(ctx context.Context, n NewRequest, denyOnly string) (*R
 		return nil, err
 	}
 	g.Metrics.submitted()
+	// Told as a change, so a live list (the console's feed) on any
+	// replica shows it at once; no waiter is on it yet.
+	g.changed(ctx, r.ID)
 	// The request exists now: posting it, recording its messages and
 	// answering finish even if the requester goes away meanwhile (its
 	// connection closing must not leave posts unrecorded, nor a pending
