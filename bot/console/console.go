@@ -7,7 +7,10 @@ import (
 	"strings"
 )
 
-//go:embed static
+// all: keeps noble-hashes' _md.js and _u64.js, which a plain pattern
+// would leave out.
+//
+//go:embed all:static
 var static embed.FS
 
 // Prefix is where the console is served.

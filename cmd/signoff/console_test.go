@@ -1,0 +1,417 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"net/http"
+	"net/url"
+	"os"
+	"os/exec"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/chromedp/cdproto/cdp"
+	"github.com/chromedp/cdproto/page"
+	"github.com/chromedp/chromedp"
+	"github.com/nbd-wtf/go-nostr/nip19"
+
+	"github.com/signoff/signoff/bot"
+	"github.com/signoff/signoff/bot/httpapi"
+	"github.com/signoff/signoff/signing"
+)
+
+// The console's tests drive a real Chromium (Debian's `chromium`)
+// against the real `signoff serve` wiring. A machine without it fails
+// them: they never skip.
+
+const chromiumMissing = "chromium is not installed: the console's tests need a real browser " +
+	"(apt-get install -y chromium; .ci/run installs it)"
+
+// browser starts a headless Chromium of the given window size with a
+// NIP-07 stand-in (window.nostr) that signs with secretHex, injected
+// before any script of any page runs; "" injects none.
+func browser(t testing.TB, width, height int, secretHex string) context.Context {
+	t.Helper()
+	path, err := exec.LookPath("chromium")
+	if err != nil {
+		t.Fatal(chromiumMissing)
+	}
+	opts := append(chromedp.DefaultExecAllocatorOptions[:0:0],
+		chromedp.ExecPath(path),
+		chromedp.NoSandbox, // as root in CI
+		chromedp.Headless,
+		chromedp.DisableGPU,
+		chromedp.NoFirstRun,
+		chromedp.NoDefaultBrowserCheck,
+		chromedp.Flag("disable-background-networking", true),
+		chromedp.Flag("disable-component-update", true),
+		chromedp.Flag("disable-sync", true),
+		chromedp.Flag("disable-dev-shm-usage", true),
+		chromedp.WindowSize(width, height),
+	)
+	actx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
+	ctx, cancel := chromedp.NewContext(actx)
+	t.Cleanup(func() { cancel(); cancelAlloc() })
+	acts := []chromedp.Action[chromedp.Void]{chromedp.EmulateViewport(int64(width), int64(height))}
+	if secretHex != "" {
+		acts = append(acts, chromedp.Func(func(ctx context.Context, tg *chromedp.Target) error {
+			_, err := cdp.Call(ctx, tg, page.AddScriptToEvaluateOnNewDocument, page.AddScriptToEvaluateOnNewDocumentParams{Source: fmt.Sprintf(nip07StandIn, secretHex)})
+			return err
+		}))
+	}
+	if err := chromedp.Do(ctx, acts...); err != nil {
+		t.Fatalf("start chromium: %v", err)
+	}
+	// What the page says (errors, CSP refusals) goes into the test's log.
+	msgs := chromedp.Console(ctx)
+	go func() {
+		for m, err := range msgs {
+			if err != nil {
+				return
+			}
+			t.Logf("browser console: %v", m)
+		}
+	}()
+	return ctx
+}
+
+// nip07StandIn is a signer extension's window.nostr, signing with the
+// vendored noble library the console itself loads. window.__signCalls
+// counts the events it was asked to sign.
+const nip07StandIn = `(() => {
+  const SK = '%s';
+  window.__signCalls = 0;
+  let lib = null;
+  const load = () => lib || (lib = Promise.all([
+    import('/console/vendor/noble-curves/secp256k1.js'),
+    import('/console/vendor/noble-hashes/sha2.js'),
+    import('/console/vendor/noble-hashes/utils.js')]));
+  const pub = async () => { const [c, , u] = await load(); return u.bytesToHex(c.schnorr.getPublicKey(u.hexToBytes(SK))); };
+  window.nostr = {
+    getPublicKey: pub,
+    async signEvent(ev) {
+      window.__signCalls++;
+      const [c, h, u] = await load();
+      const e = { pubkey: await pub(), created_at: ev.created_at, kind: ev.kind, tags: ev.tags, content: ev.content };
+      const id = u.bytesToHex(h.sha256(new TextEncoder().encode(JSON.stringify([0, e.pubkey, e.created_at, e.kind, e.tags, e.content]))));
+      const sig = u.bytesToHex(c.schnorr.sign(u.hexToBytes(id), u.hexToBytes(SK)));
+      return Object.assign(e, { id, sig });
+    },
+  };
+})();`
+
+// ownerSecret is the hex secret of the key file startGateway wrote.
+func ownerSecret(t testing.TB, keyFile string) string {
+	t.Helper()
+	k, _, err := signing.LoadOrCreateKey(keyFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, v, err := nip19.Decode(k.Nsec())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return v.(string)
+}
+
+// consoleLink runs `signoff console` and returns the link it prints.
+func consoleLink(t testing.TB, args ...string) string {
+	t.Helper()
+	code, out, errs := cli(append([]string{"console", "--no-open"}, args...)...)
+	if code != 0 {
+		t.Fatalf("signoff console = %d\nstdout: %s\nstderr: %s", code, out, errs)
+	}
+	link := strings.TrimSpace(lastLine(out))
+	if !strings.Contains(link, "/console/#") {
+		t.Fatalf("signoff console printed %q, want a /console/# link", link)
+	}
+	return link
+}
+
+// openConsole navigates to link and waits until the feed's first list is
+// shown.
+func openConsole(t testing.TB, ctx context.Context, link string) {
+	t.Helper()
+	inBrowser(t, ctx, chromedp.Navigate(link), chromedp.WaitVisible(css(`body[data-loaded]`)))
+}
+
+// inBrowser runs steps in the page, failing the test (with the page's
+// text) if one fails or all take over 20s.
+func inBrowser(t testing.TB, ctx context.Context, steps ...chromedp.Action[chromedp.Void]) {
+	t.Helper()
+	tctx, cancel := context.WithTimeout(ctx, 20*time.Second)
+	defer cancel()
+	if err := chromedp.Do(tctx, steps...); err != nil {
+		body, _ := chromedp.Run(ctx, chromedp.Text(chromedp.CSS(`body`)))
+		t.Fatalf("browser: %v\npage text:\n%s", err, body)
+	}
+}
+
+// read runs a that returns a value.
+func read[T any](t testing.TB, ctx context.Context, a chromedp.Action[T]) T {
+	t.Helper()
+	tctx, cancel := context.WithTimeout(ctx, 20*time.Second)
+	defer cancel()
+	v, err := chromedp.Run(tctx, a)
+	if err != nil {
+		body, _ := chromedp.Run(ctx, chromedp.Text(chromedp.CSS(`body`)))
+		t.Fatalf("browser: %v\npage text:\n%s", err, body)
+	}
+	return v
+}
+
+// css is a CSS selector.
+func css(s string) chromedp.CSS { return chromedp.CSS(s) }
+
+func apiClient() *httpapi.Client {
+	c := httpapi.NewClient(os.Getenv("SIGNOFF_URL"))
+	c.Token = os.Getenv("SIGNOFF_TOKEN")
+	return c
+}
+
+func pendingCard(id string) string { return `#pending-list article[data-id="` + id + `"]` }
+func historyCard(id string) string { return `#history-list article[data-id="` + id + `"]` }
+
+func TestConsoleApprovesLiveAndTheAgentGetsItsReceipt(t *testing.T) {
+	keyFile := gateway(t, demoPersona)
+	link := consoleLink(t)
+	ctx := browser(t, 1280, 900, ownerSecret(t, keyFile))
+	openConsole(t, ctx, link)
+
+	// Filed after the page loaded: it must arrive through the feed.
+	id, result, code := startRequest(t, "--persona", "demo", "--reason", "clean the scratch space", "--", "rm", "-rf", "/tmp/scratch")
+	inBrowser(t, ctx, chromedp.WaitVisible(css(pendingCard(id))))
+	text := read(t, ctx, chromedp.Text(css(pendingCard(id))))
+	for _, want := range []string{"DANGEROUS", "rm -rf /tmp/scratch", "clean the scratch space", "demo", "left", "the owner"} {
+		if !strings.Contains(text, want) {
+			t.Errorf("the card lacks %q:\n%s", want, text)
+		}
+	}
+	if i, j := strings.Index(text, "recursive"), strings.Index(text, "rm -rf"); i < 0 || i > j {
+		t.Errorf("the level's reasons do not come before the action:\n%s", text)
+	}
+	inBrowser(t, ctx, chromedp.Click(css(pendingCard(id)+` button.approve`)))
+	select {
+	case got := <-code:
+		res := <-result
+		if got != 0 || !strings.Contains(res[1], "✅ approved by alice") {
+			t.Fatalf("the agent's request exited %d (want 0: approved, with a receipt from the pinned key):\n%s", got, res[1])
+		}
+	case <-time.After(15 * time.Second):
+		t.Fatal("the agent still waits 15s after Approve was clicked")
+	}
+	inBrowser(t, ctx, chromedp.WaitReady(css(historyCard(id))))
+	r, err := apiClient().Get(context.Background(), id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(r.Votes) != 1 || r.Votes[0].Proof != bot.ProofSigned || r.Votes[0].Name != "alice" {
+		t.Fatalf("the vote is not alice's own signed reaction: %+v", r.Votes)
+	}
+	if err := signing.CheckApproval(r.GatewayKey, bot.NewRequest{Persona: "demo", Kind: r.Kind, Action: r.Action, Nonce: r.Nonce}, r); err != nil {
+		t.Fatalf("the approval's receipt does not check: %v", err)
+	}
+}
+
+func TestConsoleDeniesWithAReason(t *testing.T) {
+	keyFile := gateway(t, demoPersona)
+	id, result, code := startRequest(t, "--persona", "demo", "--reason", "tidy", "--", "git", "push", "--force")
+	ctx := browser(t, 1280, 900, ownerSecret(t, keyFile))
+	openConsole(t, ctx, consoleLink(t))
+	inBrowser(t, ctx, chromedp.WaitVisible(css(pendingCard(id))))
+	// Deny without a reason is refused by the page (nothing signed).
+	inBrowser(t, ctx, chromedp.Click(css(pendingCard(id)+` button.deny`)),
+		chromedp.WaitVisible(css(`#message.error`)))
+	inBrowser(t, ctx,
+		chromedp.SendKeys(css(pendingCard(id)+` input.vote-reason-input`), "push to a branch instead"),
+		chromedp.Click(css(pendingCard(id)+` button.deny`)))
+	select {
+	case got := <-code:
+		res := <-result
+		if got != 1 || !strings.Contains(res[1], "push to a branch instead") {
+			t.Fatalf("request exited %d, want 1 (denied) with the reason:\n%s", got, res[1])
+		}
+	case <-time.After(15 * time.Second):
+		t.Fatal("the agent still waits 15s after Deny was clicked")
+	}
+	inBrowser(t, ctx, chromedp.WaitReady(css(historyCard(id))))
+}
+
+// An agent's action with terminal controls, bidi overrides and markup is
+// shown inert: every hidden character as a visible escape, the markup as
+// text, nothing run.
+func TestAgentCannotHideOrRunAnythingInTheConsole(t *testing.T) {
+	keyFile := gateway(t, demoPersona)
+	ctx := browser(t, 1280, 900, ownerSecret(t, keyFile))
+	openConsole(t, ctx, consoleLink(t))
+	action := "echo safe \u202Efdp.exe\u202C\x1b[2K\x1b[1A<script>window.__pwned=1</script><img src=x onerror=\"window.__pwned=2\"> rm -rf ~"
+	r, err := apiClient().Submit(context.Background(), bot.NewRequest{Persona: "demo", Kind: bot.KindText, Action: action, Reason: "<b>trust me</b>\u2066"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	inBrowser(t, ctx, chromedp.WaitVisible(css(pendingCard(r.ID))))
+	shown := read(t, ctx, chromedp.TextContent(css(pendingCard(r.ID)+` pre.action`)))
+	html := read(t, ctx, chromedp.InnerHTML(css(pendingCard(r.ID))))
+	pwned := read(t, ctx, chromedp.Evaluate[bool](`!!window.__pwned`))
+	scripts := read(t, ctx, chromedp.Evaluate[int](`document.querySelectorAll('#pending-list script').length`))
+	imgs := read(t, ctx, chromedp.Evaluate[int](`document.querySelectorAll('#pending-list img').length`))
+	want := `echo safe \u202efdp.exe\u202c\x1b[2K\x1b[1A<script>window.__pwned=1</script><img src=x onerror="window.__pwned=2"> rm -rf ~`
+	if shown != want {
+		t.Errorf("the action is shown as\n%q\nwant\n%q", shown, want)
+	}
+	if bot.Escape(action) != want {
+		t.Errorf("the console's escaping differs from the CLI's: %q", bot.Escape(action))
+	}
+	if pwned || scripts != 0 || imgs != 0 {
+		t.Fatalf("the agent's markup ran or became elements (pwned %v, scripts %d, imgs %d)", pwned, scripts, imgs)
+	}
+	for _, c := range []string{"\u202e", "\u202c", "\u2066", "\x1b"} {
+		if strings.Contains(html, c) {
+			t.Errorf("the card's HTML holds the raw character %q", c)
+		}
+	}
+	if !strings.Contains(html, `\u2066`) || !strings.Contains(html, "&lt;b&gt;trust me&lt;/b&gt;") {
+		t.Errorf("the agent's reason is not shown escaped:\n%s", html)
+	}
+}
+
+// A gateway that shows a request whose event is not signed by the pinned
+// key gets nothing signed: the page refuses before the extension is asked.
+func TestConsoleRefusesARequestNotSignedByThePinnedKey(t *testing.T) {
+	keyFile := gateway(t, demoPersona)
+	id, _, _ := startRequest(t, "--persona", "demo", "--", "rm", "-rf", "/srv")
+	link := consoleLink(t)
+	// The same link with another key pinned: as if this gateway were a
+	// swapped one, whose key the person never pinned.
+	other := signing.NewKey().PublicKey()
+	u, _ := url.Parse(link)
+	frag, _ := url.ParseQuery(u.Fragment)
+	frag.Set("pin", other)
+	u.Fragment = frag.Encode()
+	ctx := browser(t, 1280, 900, ownerSecret(t, keyFile))
+	openConsole(t, ctx, u.String())
+	inBrowser(t, ctx, chromedp.WaitVisible(css(pendingCard(id))),
+		chromedp.Click(css(pendingCard(id)+` button.approve`)),
+		chromedp.WaitVisible(css(`#message.error`)))
+	msg := read(t, ctx, chromedp.Text(css(`#message`)))
+	calls := read(t, ctx, chromedp.Evaluate[int](`window.__signCalls`))
+	if !strings.Contains(msg, "not the pinned gateway key") || calls != 0 {
+		t.Fatalf("message %q, signer asked %d times: want a refusal before any signing", msg, calls)
+	}
+	if r, _ := apiClient().Get(context.Background(), id); r == nil || len(r.Votes) != 0 || r.Status != bot.Pending {
+		t.Fatalf("a vote reached the gateway: %+v", r)
+	}
+	note := read(t, ctx, chromedp.Text(css(`#signer-note`)))
+	if !strings.Contains(note, "WARNING") {
+		t.Errorf("the page does not warn that the gateway's key is not the pinned one: %q", note)
+	}
+}
+
+// The console without a token shows nothing but how to get one.
+func TestConsoleWithoutATokenShowsOnlyHowToGetOne(t *testing.T) {
+	gateway(t, demoPersona)
+	id, _, _ := startRequest(t, "--persona", "demo", "--", "rm", "-rf", "/srv")
+	ctx := browser(t, 1280, 900, "")
+	inBrowser(t, ctx, chromedp.Navigate(os.Getenv("SIGNOFF_URL")+"/console/"), chromedp.WaitVisible(css(`#login`)))
+	text := read(t, ctx, chromedp.Text(css(`body`)))
+	if !strings.Contains(text, "signoff console") || strings.Contains(text, id) || strings.Contains(text, "/srv") {
+		t.Fatalf("without a token the page shows:\n%s", text)
+	}
+	// And the feed itself answers nothing without one.
+	resp, err := http.Get(os.Getenv("SIGNOFF_URL") + "/v1/console/feed")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusUnauthorized {
+		t.Fatalf("feed without a token = %d, want 401", resp.StatusCode)
+	}
+}
+
+// A page of another origin can neither read the console's data nor act:
+// no CORS header is ever given, the token is a header a page cannot
+// attach for another origin without a preflight the gateway refuses, and
+// no cookie exists to ride along.
+func TestAnotherOriginCannotReadOrActThroughTheConsole(t *testing.T) {
+	keyFile := gateway(t, demoPersona)
+	id, _, _ := startRequest(t, "--persona", "demo", "--", "rm", "-rf", "/srv")
+	gw := os.Getenv("SIGNOFF_URL")
+	tok := os.Getenv("SIGNOFF_TOKEN")
+	evil := http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/html")
+		fmt.Fprint(w, `<!doctype html><title>evil</title><body>evil</body>`)
+	})}
+	ln := listenLoopback(t)
+	go evil.Serve(ln)
+	t.Cleanup(func() { evil.Close() })
+
+	ctx := browser(t, 1280, 900, ownerSecret(t, keyFile))
+	// The console loaded once in this browser, so its session storage
+	// holds the token (for its own origin only).
+	openConsole(t, ctx, consoleLink(t))
+	inBrowser(t, ctx, chromedp.Navigate("http://"+ln.Addr().String()+"/"), chromedp.WaitVisible(css(`body`)))
+	script := fmt.Sprintf(`(async () => {
+	  const out = {};
+	  const try_ = async (name, f) => { try { const r = await f(); out[name] = 'read ' + r.status + ' ' + (await r.text()).slice(0, 80); } catch (e) { out[name] = 'blocked'; } };
+	  await try_('feed', () => fetch(%[1]q + '/v1/console/feed', { headers: { Authorization: 'Bearer ' + %[2]q } }));
+	  await try_('list', () => fetch(%[1]q + '/v1/requests?status=pending', { headers: { Authorization: 'Bearer ' + %[2]q } }));
+	  await try_('plain', () => fetch(%[1]q + '/v1/requests?status=pending', { credentials: 'include' }));
+	  await try_('withdraw', () => fetch(%[1]q + '/v1/requests/%[3]s/withdraw', { method: 'POST', mode: 'no-cors', credentials: 'include', body: '{}' }).then(r => ({ status: r.type, text: async () => '' })));
+	  out.storage = String(sessionStorage.getItem('signoff.token'));
+	  return out;
+	})()`, gw, tok, id)
+	got := read(t, ctx, chromedp.Evaluate[map[string]string](script, chromedp.EvalAwaitPromise))
+	for _, k := range []string{"feed", "list", "plain"} {
+		if got[k] != "blocked" {
+			t.Errorf("another origin's %s call was not blocked: %s", k, got[k])
+		}
+	}
+	if got["storage"] != "null" {
+		t.Errorf("another origin sees the console's token: %s", got["storage"])
+	}
+	if r, _ := apiClient().Get(context.Background(), id); r == nil || r.Status != bot.Pending {
+		t.Fatalf("another origin's blind POST changed the request: %+v", r)
+	}
+	// What the browser was told: no CORS header, the call refused.
+	req, _ := http.NewRequest(http.MethodGet, gw+"/v1/console/feed", nil)
+	req.Header.Set("Origin", "http://"+ln.Addr().String())
+	req.Header.Set("Sec-Fetch-Site", "same-site")
+	req.Header.Set("Authorization", "Bearer "+tok)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusForbidden || resp.Header.Get("Access-Control-Allow-Origin") != "" {
+		t.Fatalf("a cross-origin feed call = %d, ACAO %q; want 403 and no CORS header", resp.StatusCode, resp.Header.Get("Access-Control-Allow-Origin"))
+	}
+	// And the console's page may not be framed by it.
+	resp, err = http.Get(gw + "/console/")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if csp := resp.Header.Get("Content-Security-Policy"); !strings.Contains(csp, "frame-ancestors 'none'") || !strings.Contains(csp, "script-src 'self'") || strings.Contains(csp, "unsafe") {
+		t.Fatalf("the console's CSP is %q", csp)
+	}
+}
+
+func TestConsoleCommandNeedsAReadToken(t *testing.T) {
+	gateway(t, demoPersona)
+	t.Setenv("SIGNOFF_TOKEN", "")
+	code, _, errs := cli("console", "--no-open")
+	if code == 0 || !strings.Contains(errs, "signoff tokens create --name console --scopes read:requests") {
+		t.Fatalf("console without a token = %d, %q", code, errs)
+	}
+}
+
+func listenLoopback(t testing.TB) net.Listener {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ln
+}
