@@ -415,3 +415,77 @@ func listenLoopback(t testing.TB) net.Listener {
 	}
 	return ln
 }
+
+// Always from the page makes the grant its card showed; the grants view
+// lists it and revokes it with the admin token.
+func TestConsoleAlwaysMakesAGrantAndRevokesIt(t *testing.T) {
+	keyFile := gateway(t, rulesPersona)
+	script := "rm -rf /nonexistent-signoff-console-test/*"
+	done := background(nil, "exec", "--", "sh", "-c", script)
+	r := awaitPending(t)
+	ctx := browser(t, 1280, 900, ownerSecret(t, keyFile))
+	openConsole(t, ctx, consoleLink(t, "--admin"))
+	inBrowser(t, ctx, chromedp.WaitVisible(css(pendingCard(r.ID))))
+	if text := read(t, ctx, chromedp.Text(css(pendingCard(r.ID)+` dd.grant`))); !strings.Contains(text, "exactly `sh -c '"+script+"'`") || !strings.Contains(text, "for 3h") {
+		t.Fatalf("the card shows the grant as %q", text)
+	}
+	inBrowser(t, ctx, chromedp.Click(css(pendingCard(r.ID)+` button.always`)))
+	if res := finished(t, done); res.code != 0 {
+		t.Fatalf("exec after Always = %d %q", res.code, res.err)
+	}
+	grant := `#grant-list article[data-id="` + r.ID + `"]`
+	inBrowser(t, ctx, chromedp.Click(css(`#tabs button[data-tab="access"]`)), chromedp.WaitVisible(css(grant)))
+	inBrowser(t, ctx, chromedp.Click(css(grant+` button.revoke`)), chromedp.WaitNotPresent(css(grant)))
+	code, out, _ := cli("grants", "--json")
+	if code != 0 || strings.Contains(out, r.ID) {
+		t.Fatalf("after revoking in the console, grants = %d %s", code, out)
+	}
+}
+
+// Approve and save shows the revision's diff, the file's line diff and
+// its check before anything is written; confirming approves with the
+// person's signed reaction and writes the file.
+func TestConsoleApprovesAndSavesANetworkRequest(t *testing.T) {
+	policyFile, _, _ := netWorld(t)
+	out := mustCLI(t, 0, "net", "request", "--host", "files.pythonhosted.org", "--port", "443", "--method", "PUT", "--path", "/up", "--reason", "upload the wheel")
+	id := netIDRE.FindStringSubmatch(out)[1]
+	before, _ := os.ReadFile(policyFile)
+	keyFile := os.Getenv("SIGNOFF_KEY")
+	ctx := browser(t, 1280, 900, ownerSecret(t, keyFile))
+	openConsole(t, ctx, consoleLink(t, "--admin"))
+	card := `#net-list article[data-id="` + id + `"]`
+	inBrowser(t, ctx, chromedp.Click(css(`#tabs button[data-tab="network"]`)), chromedp.WaitVisible(css(card)))
+	if text := read(t, ctx, chromedp.Text(css(card))); !strings.Contains(text, "upload the wheel") {
+		t.Fatalf("the network card lacks the agent's reason:\n%s", text)
+	}
+	inBrowser(t, ctx, chromedp.Click(css(card+` button.save`)), chromedp.WaitVisible(css(card+` button.confirm-save`)))
+	preview := read(t, ctx, chromedp.Text(css(card+` .preview`)))
+	for _, want := range []string{"revision 1 would be revision 2", "files.pythonhosted.org:443", "+", policyFile + " would change", "check of the edited file: ok", "Nothing has been approved or written yet"} {
+		if !strings.Contains(preview, want) {
+			t.Errorf("the preview lacks %q:\n%s", want, preview)
+		}
+	}
+	if now, _ := os.ReadFile(policyFile); string(now) != string(before) {
+		t.Fatal("the preview changed the policy file")
+	}
+	if out := mustCLI(t, 0, "net", "requests"); !strings.Contains(out, id+"  pending") {
+		t.Fatalf("the preview decided the request:\n%s", out)
+	}
+	inBrowser(t, ctx, chromedp.Click(css(card+` button.confirm-save`)), chromedp.WaitVisible(css(`#message.ok`)))
+	if msg := read(t, ctx, chromedp.Text(css(`#message`))); !strings.Contains(msg, "wrote "+policyFile) {
+		t.Fatalf("after approve and save the page says %q", msg)
+	}
+	now, _ := os.ReadFile(policyFile)
+	if !strings.Contains(string(now), "PUT") || !strings.Contains(string(now), "# wheels and sdists") {
+		t.Fatalf("the policy file was not saved with the rule, comments kept:\n%s", now)
+	}
+	if out := mustCLI(t, 0, "net", "requests"); !strings.Contains(out, id+"  approved") {
+		t.Fatalf("the request is not approved:\n%s", out)
+	}
+	// The revisions view shows the new one with its diff.
+	inBrowser(t, ctx, chromedp.Click(css(`#tabs button[data-tab="history"]`)), chromedp.Click(css(`#tabs button[data-tab="network"]`)))
+	inBrowser(t, ctx, chromedp.WaitVisible(css(`#net-revisions article`)))
+	if revs := read(t, ctx, chromedp.Text(css(`#net-revisions`))); !strings.Contains(revs, "revision 2") {
+		t.Fatalf("revisions view:\n%s", revs)
+	}
+}
