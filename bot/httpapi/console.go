@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"os"
 	"slices"
+	"sync"
 	"time"
 
 	"github.com/signoff/signoff/bot"
@@ -29,6 +30,9 @@ type Console struct {
 	// PolicyFile is the network policy file "approve and save" edits
 	// (SIGNOFF_NET_POLICY); "": saving is refused.
 	PolicyFile string
+	// Electorate, when set, fills in who may still answer a pending
+	// request (the store's List leaves it out; Get fills it in).
+	Electorate func(ctx context.Context, r *bot.Request)
 	// Heartbeat is how often an idle feed sends a comment line (default
 	// 15s), so proxies keep it open and a dead page is noticed.
 	Heartbeat time.Duration
@@ -101,6 +105,7 @@ func (s *Server) consoleFeed(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	slices.SortFunc(snap.Pending, func(a, b *bot.Request) int { return a.CreatedAt.Compare(b.CreatedAt) })
+	s.electorates(ctx, snap.Pending)
 	slices.SortFunc(snap.History, func(a, b *bot.Request) int { return decidedAt(b).Compare(decidedAt(a)) })
 	snap.History = snap.History[:min(len(snap.History), HistorySize)]
 
@@ -155,6 +160,28 @@ func (s *Server) consoleFeed(w http.ResponseWriter, r *http.Request) {
 			}
 		}
 	}
+}
+
+// electorates fills in who may still answer each of rs, a few at a time.
+func (s *Server) electorates(ctx context.Context, rs []*bot.Request) {
+	if s.Console.Electorate == nil {
+		return
+	}
+	const workers = 8
+	var wg sync.WaitGroup
+	next := make(chan *bot.Request)
+	for range min(workers, len(rs)) {
+		wg.Go(func() {
+			for r := range next {
+				s.Console.Electorate(ctx, r)
+			}
+		})
+	}
+	for _, r := range rs {
+		next <- r
+	}
+	close(next)
+	wg.Wait()
 }
 
 func decidedAt(r *bot.Request) time.Time {

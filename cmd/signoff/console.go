@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"time"
 
+	"github.com/signoff/signoff/bot"
 	"github.com/signoff/signoff/bot/console"
 	"github.com/signoff/signoff/bot/httpapi"
 	"github.com/signoff/signoff/bot/tokens"
@@ -24,7 +25,12 @@ func serveConsole(cfg *config, key *signing.Key, store *qredis.Store, feed *cons
 	if cfg.RedisURL != "" {
 		audit.StoreHead = store.AuditHead
 	}
-	return &httpapi.Console{Feed: feed, GatewayKey: key.PublicKey(), Audit: audit, PolicyFile: cfg.NetPolicy}
+	electorate := func(ctx context.Context, r *bot.Request) {
+		if p, err := store.Snapshot(ctx, r.ID); err == nil {
+			r.Electorate = bot.ElectorateOf(p, r.Votes)
+		}
+	}
+	return &httpapi.Console{Feed: feed, GatewayKey: key.PublicKey(), Audit: audit, PolicyFile: cfg.NetPolicy, Electorate: electorate}
 }
 
 // consoleCmd prints the console's link — the gateway's key pinned and a

@@ -2,12 +2,14 @@ package main
 
 import (
 	"context"
+	"flag"
 	"fmt"
 	"net"
 	"net/http"
 	"net/url"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -487,5 +489,90 @@ func TestConsoleApprovesAndSavesANetworkRequest(t *testing.T) {
 	inBrowser(t, ctx, chromedp.WaitVisible(css(`#net-revisions article`)))
 	if revs := read(t, ctx, chromedp.Text(css(`#net-revisions`))); !strings.Contains(revs, "revision 2") {
 		t.Fatalf("revisions view:\n%s", revs)
+	}
+}
+
+// The audit view shows the chain's state, verified against the published
+// checkpoint, and a request's whole history with the signed evidence.
+func TestConsoleShowsTheAuditChainAndARequestsHistory(t *testing.T) {
+	keyFile := gateway(t, demoPersona)
+	id, _, code := startRequest(t, "--persona", "demo", "--reason", "clean up", "--", "rm", "-rf", "/tmp/scratch")
+	if c, out, errs := cli("approve", "--reason", "fine today", id); c != 0 {
+		t.Fatalf("approve = %d %q %q", c, out, errs)
+	}
+	<-code
+	ctx := browser(t, 1280, 900, ownerSecret(t, keyFile))
+	openConsole(t, ctx, consoleLink(t))
+	inBrowser(t, ctx, chromedp.Click(css(`#tabs button[data-tab="audit"]`)), chromedp.WaitVisible(css(`#audit-state h3`)))
+	state := read(t, ctx, chromedp.Text(css(`#audit-state`)))
+	if !strings.Contains(state, "verified: the chain is intact") || !strings.Contains(state, "records") {
+		t.Fatalf("the audit state shows:\n%s", state)
+	}
+	inBrowser(t, ctx, chromedp.SendKeys(css(`#audit-id`), id), chromedp.Click(css(`#audit-form button`)), chromedp.WaitVisible(css(`#audit-history ol.records li.decision`)))
+	hist := read(t, ctx, chromedp.Text(css(`#audit-history`)))
+	for _, want := range []string{"request", "vote", "decision", "fine today", `"sig"`, "evidence (as received, signed)"} {
+		if !strings.Contains(hist, want) {
+			t.Errorf("the history lacks %q:\n%s", want, hist)
+		}
+	}
+}
+
+var shotsDir = flag.String("console.shots", "", "write the console's screenshots here (docs/console to refresh the docs' own)")
+
+// TestConsoleScreenshots takes the docs' screenshots — the pending list,
+// a request, the network diff, the audit view — at desktop and phone
+// widths, and checks each is a PNG of the page as it should look.
+func TestConsoleScreenshots(t *testing.T) {
+	dir := *shotsDir
+	if dir == "" {
+		dir = t.TempDir()
+	}
+	netWorld(t)
+	keyFile := os.Getenv("SIGNOFF_KEY")
+	c := apiClient()
+	ctx0 := context.Background()
+	for _, n := range []bot.NewRequest{
+		{Persona: "demo", Action: "terraform destroy -auto-approve -target=module.staging", Reason: "staging is being rebuilt from scratch this afternoon"},
+		{Persona: "demo", Action: "git push --force origin main", Reason: "rewrite the last commit's message"},
+		{Persona: "demo", Kind: bot.KindText, Action: "echo ok \u202Egnp.exe\u202C\x1b[1A <script>alert(1)</script>", Reason: "looks harmless"},
+	} {
+		if _, err := c.Submit(ctx0, n); err != nil {
+			t.Fatal(err)
+		}
+	}
+	id, _, code := startRequest(t, "--persona", "demo", "--reason", "free disk space", "--", "rm", "-rf", "/var/cache/build")
+	if c, out, errs := cli("approve", "--reason", "the cache rebuilds", id); c != 0 {
+		t.Fatalf("approve = %d %q %q", c, out, errs)
+	}
+	<-code
+	out := mustCLI(t, 0, "net", "request", "--host", "files.pythonhosted.org", "--port", "443", "--method", "PUT", "--path", "/upload/wheel", "--reason", "publish the wheel we built")
+	netID := netIDRE.FindStringSubmatch(out)[1]
+	link := consoleLink(t, "--admin")
+	secret := ownerSecret(t, keyFile)
+
+	for _, size := range []struct {
+		name string
+		w, h int
+	}{{"desktop", 1280, 900}, {"phone", 390, 844}} {
+		ctx := browser(t, size.w, size.h, secret)
+		openConsole(t, ctx, link)
+		shots := map[string][]byte{}
+		shots["pending"] = read(t, ctx, chromedp.CaptureScreenshot())
+		shots["request"] = read(t, ctx, chromedp.Screenshot(css(`#pending-list article:nth-child(3)`)))
+		card := `#net-list article[data-id="` + netID + `"]`
+		inBrowser(t, ctx, chromedp.Click(css(`#tabs button[data-tab="network"]`)), chromedp.WaitVisible(css(card)),
+			chromedp.Click(css(card+` button.save`)), chromedp.WaitVisible(css(card+` button.confirm-save`)))
+		shots["network"] = read(t, ctx, chromedp.Screenshot(css(card)))
+		inBrowser(t, ctx, chromedp.Click(css(`#tabs button[data-tab="audit"]`)), chromedp.WaitVisible(css(`#audit-state h3`)),
+			chromedp.SendKeys(css(`#audit-id`), id), chromedp.Click(css(`#audit-form button`)), chromedp.WaitVisible(css(`#audit-history ol.records li.decision`)))
+		shots["audit"] = read(t, ctx, chromedp.CaptureScreenshot())
+		for name, png := range shots {
+			if len(png) < 1000 || string(png[1:4]) != "PNG" {
+				t.Fatalf("%s %s: not a PNG (%d bytes)", size.name, name, len(png))
+			}
+			if err := os.WriteFile(filepath.Join(dir, size.name+"-"+name+".png"), png, 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
 	}
 }

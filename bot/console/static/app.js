@@ -252,7 +252,7 @@ function card(r) {
     row('may still answer', (e.needs || '') + ((e.undecided && e.undecided.length) ? ' — not yet: ' + e.undecided.join(', ') : ''), 'needs');
     const t = row('time left', left(r.deadline), 'left');
     t.dataset.deadline = r.deadline;
-    if (r.grant_scope) row('♾️ would grant', grantText(r.grant_scope) + ', for ' + ttlText(r.grant_scope.ttl) + ' after approval', 'grant');
+    if (r.grant_scope) row('Always would grant', grantText(r.grant_scope) + ', for ' + ttlText(r.grant_scope.ttl) + ' after approval', 'grant');
   } else {
     row('outcome', r.status + ((r.decided_by && r.decided_by.length) ? ' by ' + r.decided_by.join(', ') : '') + (r.decided_at ? ' at ' + new Date(r.decided_at).toLocaleString() : ''), 'outcome');
     if (r.decision_reason) row('why', r.decision_reason);
@@ -275,8 +275,8 @@ function card(r) {
       btn.addEventListener('click', () => castVote(r.id, choice, reason.value.trim(), btn));
       return btn;
     };
-    act.append(reason, b('Approve ✅', 'approve', 'approve'), b('Deny ❌', 'deny', 'deny'));
-    if (r.grant_scope) act.append(b('Always ♾️', 'always', 'always'));
+    act.append(reason, b('Approve', 'approve', 'approve'), b('Deny', 'deny', 'deny'));
+    if (r.grant_scope) act.append(b('Always (don’t ask again)', 'always', 'always'));
     c.append(act);
   } else {
     const more = h('button', 'link', 'whole history');
