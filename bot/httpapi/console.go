@@ -41,12 +41,29 @@ type Console struct {
 // HistorySize caps the decided requests the feed's first message lists.
 const HistorySize = 100
 
-// FeedSnapshot is the feed's first message: what is pending and the
-// latest decided requests.
+// The feed's list comes as a "snapshot" message of the FirstBatch oldest
+// pending requests, then "more" messages of MoreBatch each, the last with
+// the history.
+const (
+	FirstBatch = 40
+	MoreBatch  = 250
+)
+
+// FeedSnapshot is one message of the feed's list: "snapshot" (the first,
+// with the gateway's key) or "more"; Done on the last.
 type FeedSnapshot struct {
-	GatewayKey string         `json:"gateway_pubkey"`
+	GatewayKey string         `json:"gateway_pubkey,omitempty"`
 	Pending    []*bot.Request `json:"pending"`
 	History    []*bot.Request `json:"history"`
+	Total      int            `json:"total_pending"`
+	Done       bool           `json:"done"`
+}
+
+func nonNil(rs []*bot.Request) []*bot.Request {
+	if rs == nil {
+		return []*bot.Request{}
+	}
+	return rs
 }
 
 // consoleRoutes registers the console: its page (public: it shows
@@ -76,8 +93,8 @@ func (s *Server) consoleRoutes(mux *Mux) {
 	}
 }
 
-// consoleFeed is the live feed, as server-sent events: "snapshot" (a
-// FeedSnapshot), then "request" (a request as it now is) at each change,
+// consoleFeed is the live feed, as server-sent events: "snapshot" and
+// "more" (FeedSnapshot: the list, in parts), then "request" (a request as it now is) at each change,
 // "resync" when changes may have been missed, and a comment line as a
 // heartbeat. A page reads it with fetch() (it sends the bearer header,
 // which EventSource cannot).
@@ -96,18 +113,17 @@ func (s *Server) consoleFeed(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, err)
 		return
 	}
-	snap := FeedSnapshot{GatewayKey: s.Console.GatewayKey, Pending: []*bot.Request{}, History: []*bot.Request{}}
+	var pending, history []*bot.Request
 	for _, q := range onlyAllowed(ctx, all) {
 		if q.Status == bot.Pending {
-			snap.Pending = append(snap.Pending, q)
+			pending = append(pending, q)
 		} else {
-			snap.History = append(snap.History, q)
+			history = append(history, q)
 		}
 	}
-	slices.SortFunc(snap.Pending, func(a, b *bot.Request) int { return a.CreatedAt.Compare(b.CreatedAt) })
-	s.electorates(ctx, snap.Pending)
-	slices.SortFunc(snap.History, func(a, b *bot.Request) int { return decidedAt(b).Compare(decidedAt(a)) })
-	snap.History = snap.History[:min(len(snap.History), HistorySize)]
+	slices.SortFunc(pending, func(a, b *bot.Request) int { return a.CreatedAt.Compare(b.CreatedAt) })
+	slices.SortFunc(history, func(a, b *bot.Request) int { return decidedAt(b).Compare(decidedAt(a)) })
+	history = history[:min(len(history), HistorySize)]
 
 	rc := http.NewResponseController(w)
 	_ = rc.SetWriteDeadline(time.Time{}) // the server's write timeout is for answers, not a stream
@@ -127,8 +143,26 @@ func (s *Server) consoleFeed(w http.ResponseWriter, r *http.Request) {
 		}
 		return rc.Flush()
 	}
+	// The first screenful first, so the page paints it at once; the rest
+	// of the list follows in batches before any change is told.
+	first := pending[:min(len(pending), FirstBatch)]
+	s.electorates(ctx, first)
+	snap := FeedSnapshot{GatewayKey: s.Console.GatewayKey, Pending: nonNil(first), History: []*bot.Request{}, Total: len(pending), Done: len(pending) <= FirstBatch && len(history) == 0}
 	if send("snapshot", snap) != nil {
 		return
+	}
+	rest := pending[len(first):]
+	for !snap.Done {
+		batch := rest[:min(len(rest), MoreBatch)]
+		rest = rest[len(batch):]
+		s.electorates(ctx, batch)
+		snap = FeedSnapshot{Pending: nonNil(batch), History: []*bot.Request{}, Total: len(pending), Done: len(rest) == 0}
+		if snap.Done {
+			snap.History = nonNil(history)
+		}
+		if send("more", snap) != nil {
+			return
+		}
 	}
 	every := s.Console.Heartbeat
 	if every <= 0 {

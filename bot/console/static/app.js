@@ -2,9 +2,21 @@
 // votes are built as `signoff approve` builds them, checked against the
 // pinned gateway key, signed by the person's NIP-07 extension and posted
 // to /v1/nostr/events like any reaction.
-import { schnorr } from './vendor/noble-curves/secp256k1.js';
-import { sha256 } from './vendor/noble-hashes/sha2.js';
-import { bytesToHex, hexToBytes } from './vendor/noble-hashes/utils.js';
+
+// The noble libraries load when first needed (a vote, a check), not
+// before the list is shown: parsing them is most of the page's start.
+let noble = null;
+async function crypto() {
+  if (!noble) {
+    const [c, h, u] = await Promise.all([
+      import('./vendor/noble-curves/secp256k1.js'),
+      import('./vendor/noble-hashes/sha2.js'),
+      import('./vendor/noble-hashes/utils.js'),
+    ]);
+    noble = { schnorr: c.schnorr, sha256: h.sha256, bytesToHex: u.bytesToHex, hexToBytes: u.hexToBytes };
+  }
+  return noble;
+}
 
 const $ = (id) => document.getElementById(id);
 const store = window.sessionStorage;
@@ -113,7 +125,8 @@ function serialize(ev) {
 const isHex = (s, n) => typeof s === 'string' && s.length === n && /^[0-9a-f]+$/.test(s);
 
 // verifyEvent checks an event's id and BIP-340 signature; throws why not.
-export function verifyEvent(ev) {
+export async function verifyEvent(ev) {
+  const { schnorr, sha256, bytesToHex, hexToBytes } = await crypto();
   if (!ev || typeof ev !== 'object') throw new Error('no event');
   if (!isHex(ev.id, 64) || !isHex(ev.pubkey, 64) || !isHex(ev.sig, 128)) throw new Error('event id, pubkey or sig is not lowercase hex of the right length');
   if (!Number.isInteger(ev.kind) || !Number.isInteger(ev.created_at) || typeof ev.content !== 'string' || !Array.isArray(ev.tags)) throw new Error('event fields are malformed');
@@ -127,7 +140,8 @@ export function verifyEvent(ev) {
 
 const tagValue = (tags, name) => { for (const t of tags) if (t.length >= 2 && t[0] === name) return t[1]; return ''; };
 
-function actionDigest(kind, action) {
+async function actionDigest(kind, action) {
+  const { sha256, bytesToHex } = await crypto();
   const k = enc.encode(kind || 'command');
   const a = enc.encode(action);
   const b = new Uint8Array(k.length + 1 + a.length);
@@ -138,15 +152,15 @@ function actionDigest(kind, action) {
 // verifyRequestEvent is signing.VerifyRequestEvent: the request's event is
 // signed by the pinned gateway key, is the one it names, for this request
 // and this exact action. Nothing is signed unless it holds.
-export function verifyRequestEvent(r, pin) {
+export async function verifyRequestEvent(r, pin) {
   if (!isHex(pin, 64)) throw new Error('no pinned gateway key: open the console with the link `signoff console` prints');
   if (!r.event) throw new Error(`request ${r.id} carries no signed event`);
   let ev;
-  try { ev = verifyEvent(r.event); } catch (e) { throw new Error(`request ${r.id}'s event: ${e.message}`); }
+  try { ev = await verifyEvent(r.event); } catch (e) { throw new Error(`request ${r.id}'s event: ${e.message}`); }
   if (ev.pubkey !== pin) throw new Error(`request ${r.id}'s event is signed by ${ev.pubkey.slice(0, 12)}…, not the pinned gateway key ${pin.slice(0, 12)}…`);
   if (ev.id !== r.event_id) throw new Error(`request ${r.id} names event ${r.event_id} but carries event ${ev.id}`);
   if (tagValue(ev.tags, 'signoff') !== r.id) throw new Error(`request ${r.id}'s event is for another request`);
-  if (tagValue(ev.tags, 'digest') !== actionDigest(r.kind, r.action)) throw new Error(`request ${r.id} shows an action that its signed event does not carry`);
+  if (tagValue(ev.tags, 'digest') !== await actionDigest(r.kind, r.action)) throw new Error(`request ${r.id} shows an action that its signed event does not carry`);
   return ev;
 }
 
@@ -167,7 +181,7 @@ function sameTags(a, b) {
 // signReaction checks r against the pin, then asks the extension; what it
 // returns must be exactly what was asked, validly signed.
 async function signReaction(r, choice, reason) {
-  const ev = verifyRequestEvent(r, pinned()); // throws: nothing is asked
+  const ev = await verifyRequestEvent(r, pinned()); // throws: nothing is asked
   if (reason && enc.encode(reason).length > 1000) throw new Error('a reason is at most 1000 bytes');
   const signer = window.nostr;
   if (!signer || typeof signer.signEvent !== 'function') throw new Error('no Nostr signer extension (NIP-07) in this browser: votes are signed by your own key');
@@ -175,7 +189,7 @@ async function signReaction(r, choice, reason) {
   let pub = '';
   if (typeof signer.getPublicKey === 'function') pub = await signer.getPublicKey();
   const got = await signer.signEvent(Object.assign({}, asked, pub ? { pubkey: pub } : {}));
-  try { verifyEvent(got); } catch (e) { throw new Error('the signer returned a bad event: ' + e.message); }
+  try { await verifyEvent(got); } catch (e) { throw new Error('the signer returned a bad event: ' + e.message); }
   if ((pub && got.pubkey !== pub) || got.kind !== asked.kind || got.content !== asked.content || got.created_at !== asked.created_at || !sameTags(asked.tags, got.tags)) {
     throw new Error('the signer returned an event other than the one asked');
   }
@@ -324,18 +338,40 @@ function counts() {
   document.title = (n ? '(' + n + ') ' : '') + 'signoff console';
 }
 
+// snapshot starts the list with its first part (the server sends the
+// oldest few first, so they are painted at once); more adds the rest.
 function snapshot(s) {
   gatewayKey = s.gateway_pubkey || '';
   requests.clear(); cards.clear();
-  const pend = document.createDocumentFragment();
-  const hist = document.createDocumentFragment();
-  for (const r of s.pending) { requests.set(r.id, r); const c = card(r); cards.set(r.id, c); pend.append(c); }
-  for (const r of s.history) { requests.set(r.id, r); const c = card(r); cards.set(r.id, c); hist.append(c); }
-  $('pending-list').replaceChildren(pend);
-  $('history-list').replaceChildren(hist);
-  counts();
+  $('pending-list').replaceChildren();
+  $('history-list').replaceChildren();
+  delete document.body.dataset.loaded;
+  more(s);
   signerNote();
-  document.body.dataset.loaded = String(s.pending.length);
+  // When the list was first painted (ms since navigation): the frame
+  // after this one is drawn with it.
+  requestAnimationFrame(() => setTimeout(() => { document.body.dataset.painted = String(performance.now()); }, 0));
+}
+
+function more(s) {
+  const add = (list, rs) => {
+    const f = document.createDocumentFragment();
+    for (const r of rs) {
+      if (requests.has(r.id)) continue; // an update told it meanwhile
+      requests.set(r.id, r);
+      const c = card(r);
+      cards.set(r.id, c);
+      f.append(c);
+    }
+    list.append(f);
+  };
+  add($('pending-list'), s.pending);
+  add($('history-list'), s.history);
+  counts();
+  if (s.done) {
+    document.body.dataset.loaded = String($('pending-list').childElementCount);
+    document.body.dataset.complete = String(performance.now());
+  }
 }
 
 function update(r) {
@@ -347,6 +383,7 @@ function update(r) {
   place(r);
   counts();
   document.body.dataset.heard = r.id + ':' + r.status + ':' + (r.votes || []).length;
+  document.body.dataset.heardAt = String(Date.now());
 }
 
 function signerNote() {
@@ -391,9 +428,10 @@ async function follow() {
       if (done) break;
       buf += value;
       let i;
-      while ((i = buf.indexOf('\n\n')) >= 0) {
-        const block = buf.slice(0, i);
-        buf = buf.slice(i + 2);
+      let from = 0;
+      while ((i = buf.indexOf('\n\n', from)) >= 0) {
+        const block = buf.slice(from, i);
+        from = i + 2;
         let event = 'message';
         let data = '';
         for (const line of block.split('\n')) {
@@ -403,9 +441,11 @@ async function follow() {
         if (!data) continue;
         const v = JSON.parse(data);
         if (event === 'snapshot') snapshot(v);
+        else if (event === 'more') more(v);
         else if (event === 'request') update(v);
         else if (event === 'resync') { setTimeout(follow, 0); return; }
       }
+      buf = buf.slice(from);
     }
   } catch (e) {
     if (ctl.signal.aborted) return;
