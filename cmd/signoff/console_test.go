@@ -2,7 +2,9 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"flag"
+	"math/rand/v2"
 	"fmt"
 	"net"
 	"net/http"
@@ -572,6 +574,51 @@ func TestConsoleScreenshots(t *testing.T) {
 			}
 			if err := os.WriteFile(filepath.Join(dir, size.name+"-"+name+".png"), png, 0o644); err != nil {
 				t.Fatal(err)
+			}
+		}
+	}
+}
+
+// The page escapes agent text exactly as the CLI does (bot.Escape and
+// bot.EscapeLines), checked in the browser on strings of every kind of
+// character a display acts on.
+func TestConsoleEscapesAsTheCLIDoes(t *testing.T) {
+	gateway(t, demoPersona)
+	ctx := browser(t, 1280, 900, "")
+	openConsole(t, ctx, consoleLink(t))
+	alphabet := []rune("aZ09 -_/\\\"'<>&;|$`~!" + "é漢字🙂\u0301\u00a0\u3000")
+	alphabet = append(alphabet, '\t', '\n', '\r', 0, 7, 8, 0x0b, 0x0c, 0x1b, 0x1f, 0x7f, 0x80, 0x85, 0x9b, 0x9f,
+		0x200b, 0x200c, 0x200d, 0x200e, 0x200f, 0x202a, 0x202b, 0x202c, 0x202d, 0x202e, 0x2060, 0x2066, 0x2067, 0x2068, 0x2069,
+		0x2028, 0x2029, 0xfeff, 0xfff9, 0xe000, 0xf8ff, 0xf0000, 0x10fffd, 0xe0001, 0xe007f, 0x00ad, 0x061c, 0x180e)
+	rng := rand.New(rand.NewPCG(31, 31))
+	var cases []string
+	for range 400 {
+		var b strings.Builder
+		for range 1 + rng.IntN(12) {
+			b.WriteRune(alphabet[rng.IntN(len(alphabet))])
+		}
+		cases = append(cases, b.String())
+	}
+	for _, r := range alphabet {
+		cases = append(cases, string(r), "x"+string(r)+string(r)+string(r)+"y")
+	}
+	in, _ := json.Marshal(cases)
+	got := read(t, ctx, chromedp.Evaluate[[][2]string](`(async () => {
+	  const m = await import('/console/app.js');
+	  const shown = (s, lines) => m.putText(document.createElement('pre'), s, lines).textContent;
+	  return `+string(in)+`.flatMap(s => [[m.escText(s, false), m.escText(s, true)], [shown(s, false), shown(s, true)]]);
+	})()`, chromedp.EvalAwaitPromise))
+	if len(got) != 2*len(cases) {
+		t.Fatalf("%d answers for %d cases", len(got), len(cases))
+	}
+	for i, s := range cases {
+		for j, how := range []string{"escaped", "rendered"} {
+			g := got[2*i+j]
+			if want := bot.Escape(s); g[0] != want {
+				t.Errorf("the page (%s) shows %q as %q; the CLI as %q", how, s, g[0], want)
+			}
+			if want := bot.EscapeLines(s); g[1] != want {
+				t.Errorf("the page (%s) shows %q (lines kept) as %q; the CLI as %q", how, s, g[1], want)
 			}
 		}
 	}

@@ -83,11 +83,13 @@ export function escText(s, keepLines) {
   return s;
 }
 
-// textNode appends s to el, every escaped character in a marked span so
+// putText appends s to el, every escaped character in a marked span so
 // it is seen as an escape and not as text the agent wrote.
-function putText(el, s, keepLines) {
+export function putText(el, s, keepLines) {
   s = String(s ?? '');
-  if (keepLines) s = s.replace(/\r\n/g, '\n');
+  // As bot.EscapeLines: never more than one blank line in a row, so text
+  // cannot push what follows it off the screen.
+  if (keepLines) s = s.replace(/\r\n/g, '\n').replace(/\n{3,}/g, '\n\n');
   let plain = '';
   const flush = () => { if (plain) { el.append(plain); plain = ''; } };
   for (const c of s) {
