@@ -32,17 +32,23 @@ const (
 
 // BenchmarkConsoleFirstPaint1000 opens the console on a gateway with
 // 1,000 pending requests and reports how long after navigation the list
-// was painted (ms/paint, the page's own performance clock), beside the
-// floor.
-func BenchmarkConsoleFirstPaint1000(b *testing.B) {
+// was first painted (ms/paint, the page's own performance clock) and
+// when all 1,000 cards were built, beside the floor.
+func BenchmarkConsoleFirstPaint1000(b *testing.B) { benchFirstPaint(b, 1000) }
+
+// BenchmarkConsoleFirstPaintEmpty is the same with nothing pending: the
+// machine's own time to load the page, for comparison.
+func BenchmarkConsoleFirstPaintEmpty(b *testing.B) { benchFirstPaint(b, 0) }
+
+func benchFirstPaint(b *testing.B, pending int) {
 	b.Setenv("SIGNOFF_RATE_LIMIT", "0")
 	keyFile := gateway(b, benchPersona)
 	c := apiClient()
 	var wg sync.WaitGroup
-	errs := make(chan error, 1000)
+	errs := make(chan error, pending)
 	for w := range 8 {
 		wg.Go(func() {
-			for i := w; i < 1000; i += 8 {
+			for i := w; i < pending; i += 8 {
 				_, err := c.Submit(context.Background(), bot.NewRequest{Persona: "demo", Action: fmt.Sprintf("rm -rf /srv/build/%d", i), Reason: "free the disk before the release build"})
 				if err != nil {
 					errs <- err
@@ -63,20 +69,20 @@ func BenchmarkConsoleFirstPaint1000(b *testing.B) {
 	for b.Loop() {
 		// about:blank between: each open is a new document, not a jump
 		// within the same page to the link's fragment.
-		inBrowser(b, ctx, chromedp.Navigate("about:blank"), chromedp.Navigate(link), chromedp.WaitReady(css(`body[data-complete]`)))
+		inBrowser(b, ctx, chromedp.Navigate("about:blank"), chromedp.Navigate(link), chromedp.WaitReady(css(`body[data-complete][data-painted]`)))
 		n := read(b, ctx, chromedp.Evaluate[string](`document.body.dataset.loaded`))
-		if n != "1000" {
-			b.Fatalf("the page listed %s pending requests, want 1000", n)
+		if n != strconv.Itoa(pending) {
+			b.Fatalf("the page listed %s pending requests, want %d", n, pending)
 		}
 		ms, _ := strconv.ParseFloat(read(b, ctx, chromedp.Evaluate[string](`document.body.dataset.painted`)), 64)
 		all, _ := strconv.ParseFloat(read(b, ctx, chromedp.Evaluate[string](`document.body.dataset.complete`)), 64)
-		complete += all
 		total += ms
+		complete += all
 		worst = max(worst, ms)
 	}
 	b.ReportMetric(total/float64(b.N), "ms/paint")
 	b.ReportMetric(worst, "ms/worst-paint")
-	b.ReportMetric(complete/float64(b.N), "ms/all-1000-built")
+	b.ReportMetric(complete/float64(b.N), "ms/all-built")
 	b.ReportMetric(firstPaintFloorMs, "ms/paint-floor")
 }
 

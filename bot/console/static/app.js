@@ -442,8 +442,11 @@ async function follow() {
         }
         if (!data) continue;
         const v = JSON.parse(data);
-        if (event === 'snapshot') snapshot(v);
-        else if (event === 'more') more(v);
+        if (event === 'snapshot' || event === 'more') {
+          if (event === 'snapshot') snapshot(v); else more(v);
+          // Let this part be painted before the next is built.
+          await new Promise((ok) => requestAnimationFrame(() => setTimeout(ok, 0)));
+        }
         else if (event === 'request') update(v);
         else if (event === 'resync') { setTimeout(follow, 0); return; }
       }
@@ -722,6 +725,11 @@ function start() {
   setInterval(() => {
     for (const el of document.querySelectorAll('#pending-list dd.left')) el.textContent = left(el.dataset.deadline);
   }, 1000);
+  // A page left for another lets its feed go (a page kept in the
+  // back-forward cache would otherwise hold a connection open), and
+  // follows again when it comes back.
+  window.addEventListener('pagehide', () => { if (feedAbort) { feedAbort.abort(); feedAbort = null; } });
+  window.addEventListener('pageshow', (e) => { if (e.persisted) follow(); });
   follow();
 }
 
