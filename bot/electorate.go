@@ -100,6 +100,12 @@ type Notifier interface {
 	Changed(ctx context.Context, id string) error
 }
 
+// CreationNotifier tells every gateway sharing the store of each request
+// created, for live lists; quorum/redis implements it.
+type CreationNotifier interface {
+	Created(ctx context.Context, id string) error
+}
+
 // changed wakes every waiter on id, on every replica.
 func (g *Gateway) changed(ctx context.Context, id string) {
 	if n, ok := g.Store.(Notifier); ok {

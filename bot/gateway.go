@@ -279,9 +279,14 @@ func (g *Gateway) submit(ctx context.Context, n NewRequest, denyOnly string) (*R
 		return nil, err
 	}
 	g.Metrics.submitted()
-	// Told as a change, so a live list (the console's feed) on any
-	// replica shows it at once; no waiter is on it yet.
-	g.changed(ctx, r.ID)
+	if n, ok := g.Store.(CreationNotifier); ok {
+		// A live list (the console's feed) on any replica shows it at
+		// once. On its own channel: a change notice would wake a waiter
+		// that came early for nothing.
+		if err := n.Created(context.WithoutCancel(ctx), r.ID); err != nil {
+			g.log().Warn("publish request creation", "id", r.ID, "err", err)
+		}
+	}
 	// The request exists now: posting it, recording its messages and
 	// answering finish even if the requester goes away meanwhile (its
 	// connection closing must not leave posts unrecorded, nor a pending

@@ -208,3 +208,45 @@ func (f *Feed) broadcast(run *session, u Update) {
 		}
 	}
 }
+
+// FollowAll follows every one of follows as one Follow: each id is
+// passed on; fn("") once all are subscribed, and again whenever one is
+// made anew (changes may have been missed). It returns when any returns.
+func FollowAll(follows ...func(ctx context.Context, fn func(id string)) error) func(ctx context.Context, fn func(id string)) error {
+	return func(ctx context.Context, fn func(id string)) error {
+		ctx, cancel := context.WithCancel(ctx)
+		defer cancel()
+		var mu sync.Mutex
+		subscribed := make([]bool, len(follows))
+		all := false
+		errc := make(chan error, len(follows))
+		for i, f := range follows {
+			go func() {
+				errc <- f(ctx, func(id string) {
+					mu.Lock()
+					defer mu.Unlock()
+					if id != "" {
+						fn(id)
+						return
+					}
+					subscribed[i] = true
+					if !all {
+						for _, ok := range subscribed {
+							if !ok {
+								return
+							}
+						}
+						all = true
+					}
+					fn("")
+				})
+			}()
+		}
+		err := <-errc
+		cancel()
+		for range len(follows) - 1 {
+			<-errc
+		}
+		return err
+	}
+}

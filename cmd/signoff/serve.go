@@ -216,7 +216,7 @@ func serveWith(ctx context.Context, a *app, cfg *config) int {
 		return a.fail(err)
 	}
 	defer netSvc.Close()
-	feed := &console.Feed{Get: g.Get, Follow: store.Watch, Logger: log}
+	feed := &console.Feed{Get: g.Get, Follow: console.FollowAll(store.WatchCreated, store.Watch), Logger: log}
 	defer feed.Close()
 	api := &httpapi.Server{
 		Console:    serveConsole(cfg, key, store, feed),
