@@ -623,3 +623,36 @@ func TestConsoleEscapesAsTheCLIDoes(t *testing.T) {
 		}
 	}
 }
+
+// The link carries a token that can only read, made for it, and the key
+// the CLI pinned; --admin adds the admin token.
+func TestConsoleLinkCarriesAReadOnlyTokenAndThePin(t *testing.T) {
+	gateway(t, demoPersona)
+	u, err := url.Parse(consoleLink(t, "--admin"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	frag, _ := url.ParseQuery(u.Fragment)
+	if u.RawQuery != "" || u.Path != "/console/" {
+		t.Fatalf("link %s: the token must be in the fragment only", u)
+	}
+	c := httpapi.NewClient(os.Getenv("SIGNOFF_URL"))
+	c.Token = frag.Get("token")
+	self, err := c.SelfToken(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(self.Scopes) != 1 || self.Scopes[0] != "read:requests" || self.Expires.IsZero() {
+		t.Fatalf("the link's token has scopes %v, expires %v; want read:requests alone, expiring", self.Scopes, self.Expires)
+	}
+	r, err := apiClient().Submit(context.Background(), bot.NewRequest{Persona: "demo", Action: "ls"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if frag.Get("pin") != r.GatewayKey {
+		t.Fatalf("the link pins %q, the gateway's key is %q", frag.Get("pin"), r.GatewayKey)
+	}
+	if frag.Get("admin") != os.Getenv("SIGNOFF_TOKEN") {
+		t.Fatal("--admin did not carry the admin token")
+	}
+}
