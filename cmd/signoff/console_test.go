@@ -656,3 +656,24 @@ func TestConsoleLinkCarriesAReadOnlyTokenAndThePin(t *testing.T) {
 		t.Fatal("--admin did not carry the admin token")
 	}
 }
+
+// Deny on a network request takes a reason, signed with the person's ❌,
+// and the agent's request keeps it.
+func TestConsoleDeniesANetworkRequestWithAReason(t *testing.T) {
+	policyFile, _, _ := netWorld(t)
+	out := mustCLI(t, 0, "net", "request", "--host", "pypi.org", "--port", "443", "--reason", "everything on pypi")
+	id := netIDRE.FindStringSubmatch(out)[1]
+	before, _ := os.ReadFile(policyFile)
+	ctx := browser(t, 1280, 900, ownerSecret(t, os.Getenv("SIGNOFF_KEY")))
+	openConsole(t, ctx, consoleLink(t, "--admin"))
+	card := `#net-list article[data-id="` + id + `"]`
+	inBrowser(t, ctx, chromedp.Click(css(`#tabs button[data-tab="network"]`)), chromedp.WaitVisible(css(card)),
+		chromedp.SendKeys(css(card+` input.vote-reason-input`), "ask for the index only, read-only"),
+		chromedp.Click(css(card+` button.deny`)), chromedp.WaitVisible(css(`#message.ok`)))
+	if out := mustCLI(t, 0, "net", "requests"); !strings.Contains(out, id+"  denied") || !strings.Contains(out, "ask for the index only, read-only") {
+		t.Fatalf("after Deny in the console:\n%s", out)
+	}
+	if now, _ := os.ReadFile(policyFile); string(now) != string(before) {
+		t.Fatal("a denial changed the policy file")
+	}
+}
