@@ -25,6 +25,7 @@ type Store interface {
 	NoticeStore        // change notices carrying the change (Start)
 	SnapshotStore      // the persona a request was created under
 	Notifier           // a vote recorded wakes every replica's waiters
+	CreationNotifier   // a request created, for live lists (the console)
 	NudgeStore         // reminders and escalations, once across replicas
 	ChangeStore        // "unchanged since seen" without a read
 	HoldStore          // the requester's long-polls, for withdrawal
@@ -85,6 +86,13 @@ type SnapshotStore interface {
 // return at once; quorum/redis implements it on the decision channel.
 type Notifier interface {
 	Changed(ctx context.Context, id string) error
+}
+
+// CreationNotifier tells every gateway sharing the store of each request
+// created, for live lists, on a channel of its own (a change notice would
+// wake a waiter that came early for nothing); quorum/redis implements it.
+type CreationNotifier interface {
+	Created(ctx context.Context, id string) error
 }
 
 // NudgeStore claims one reminder or escalation of a request, so that of

@@ -326,6 +326,10 @@ func (g *Gateway) submit(ctx context.Context, n NewRequest, denyOnly string) (*R
 		return nil, err
 	}
 	g.Metrics.submitted()
+	// A live list (the console's feed) on any replica shows it at once.
+	if err := g.Store.Created(context.WithoutCancel(ctx), r.ID); err != nil {
+		g.log().Warn("publish request creation", "id", r.ID, "err", err)
+	}
 	// The request exists now: posting it, recording its messages and
 	// answering finish even if the requester goes away meanwhile (its
 	// connection closing must not leave posts unrecorded, nor a pending

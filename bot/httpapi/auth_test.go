@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"path/filepath"
 	"reflect"
 	"slices"
 	"strings"
@@ -19,6 +20,7 @@ import (
 
 	"github.com/signoff/signoff/bot"
 	"github.com/signoff/signoff/bot/bottest"
+	"github.com/signoff/signoff/bot/console"
 	"github.com/signoff/signoff/bot/httpapi"
 	"github.com/signoff/signoff/bot/netpolicy"
 	"github.com/signoff/signoff/bot/permissions"
@@ -60,6 +62,15 @@ var wantAccess = map[string]string{
 	"POST /v1/check":         "check",
 	"GET /v1/grants":         "admin",
 	"DELETE /v1/grants/{id}": "admin",
+
+	"GET /console/":                         "public",
+	"GET /console":                          "public",
+	"GET /v1/console/feed":                  "read:requests",
+	"GET /v1/console/audit":                 "read:requests",
+	"GET /v1/console/audit/{id}":            "read:requests",
+	"GET /v1/console/network/{id}/preview":  "admin",
+	"POST /v1/console/network/{id}/approve": "admin",
+	"GET /v1/console/network/revisions":     "admin",
 }
 
 type authFixture struct {
@@ -116,6 +127,12 @@ func authSetup(t testing.TB) *authFixture {
 		Checker:      &permissions.Checker{Personas: env.Store, Classifier: risk.Default(), Grants: env.Store, Audit: env.Audit, Requests: env.Gateway},
 		AllowedHosts: []string{"signoff", "gateway.internal:8443"},
 		Limit:        limit,
+		Console: &httpapi.Console{
+			Feed:       &console.Feed{Get: env.Gateway.Get, Follow: console.FollowAll(env.Store.WatchCreated, env.Store.Watch), Logger: quiet},
+			GatewayKey: env.Gateway.Signer.PublicKey(),
+			Audit:      &console.AuditFile{Path: filepath.Join(t.TempDir(), "audit.jsonl")},
+			PolicyFile: filepath.Join(t.TempDir(), "policy.yaml"),
+		},
 
 		OnRateLimited: metrics.RateLimited,
 		OnCheck:       metrics.Checked,
@@ -123,6 +140,7 @@ func authSetup(t testing.TB) *authFixture {
 	}
 	f.srv = httptest.NewServer(f.api.Handler())
 	t.Cleanup(f.srv.Close)
+	t.Cleanup(f.api.Console.Feed.Close)
 	followTokens(t, env.Store) // as serve does
 	return f
 }

@@ -54,6 +54,8 @@ type Server struct {
 	Network Network
 	// Classifier serves POST /v1/classify (classify.go); nil: no route.
 	Classifier bot.Classifier
+	// Console serves the web console (console.go); nil: none.
+	Console *Console
 	// Checker decides POST /v1/check and keeps grants (check.go).
 	Checker *permissions.Checker
 	// OnCheck, when set, is told each /v1/check decision (a metric).
@@ -103,6 +105,7 @@ func (s *Server) routes() *Mux {
 	s.networkRoutes(mux)
 	s.checkRoutes(mux)
 	s.publishRoutes(mux)
+	s.consoleRoutes(mux)
 	if s.Metrics != nil {
 		mux.Handle("GET /metrics", Public, s.Metrics)
 	}

@@ -20,20 +20,20 @@ type syncBuffer = bottest.Buffer
 
 // gateway runs the real `signoff serve` wiring on a loopback port with a
 // persona owned by a fresh key and returns that key's file.
-func gateway(t *testing.T, persona string) (ownerKeyFile string) {
+func gateway(t testing.TB, persona string) (ownerKeyFile string) {
 	t.Helper()
 	return gatewayOn(t, persona, "")
 }
 
 // gatewayOn is gateway on the Redis at redisURL ("" for the embedded one).
-func gatewayOn(t *testing.T, persona, redisURL string) (ownerKeyFile string) {
+func gatewayOn(t testing.TB, persona, redisURL string) (ownerKeyFile string) {
 	t.Helper()
 	return gatewayPersonas(t, redisURL, persona)
 }
 
 // gatewayPersonas is gatewayOn with several persona files, OWNER in each
 // replaced by the owner key's npub.
-func gatewayPersonas(t *testing.T, redisURL string, files ...string) (ownerKeyFile string) {
+func gatewayPersonas(t testing.TB, redisURL string, files ...string) (ownerKeyFile string) {
 	t.Helper()
 	ownerKeyFile, _ = startGateway(t, redisURL, files...)
 	return ownerKeyFile
@@ -42,7 +42,7 @@ func gatewayPersonas(t *testing.T, redisURL string, files ...string) (ownerKeyFi
 // startGateway is gatewayPersonas returning serve's log too. With no
 // files, serve runs on its embedded default: no SIGNOFF_PERSONAS, and a
 // HOME (user config dir) with no personas in it, as on a fresh machine.
-func startGateway(t *testing.T, redisURL string, files ...string) (ownerKeyFile string, logs *syncBuffer) {
+func startGateway(t testing.TB, redisURL string, files ...string) (ownerKeyFile string, logs *syncBuffer) {
 	t.Helper()
 	dir := t.TempDir()
 	owner := signing.NewKey()

@@ -27,6 +27,7 @@ usage:
   signoff request [flags] -- CMD…            ask for approval and wait (or --action TEXT)
   signoff init [--relay wss://…]             first run: your key, a persona owned by you, agent config
   signoff pending [--json] [--watch]         list requests waiting for an answer; --watch: live, bell, desktop
+  signoff console [--admin] [--no-open]      the web console's link (a read token and the pinned key in it)
   signoff show [--json] ID                   one request whole: action, votes, who may still answer
   signoff withdraw [--reason R] ID           take back a pending request
   signoff publish [--persona P] TEXT         post a plain message on the persona's channels (scope publish)

@@ -24,6 +24,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/signoff/signoff/bot"
+	"github.com/signoff/signoff/bot/console"
 	"github.com/signoff/signoff/bot/grants"
 	"github.com/signoff/signoff/bot/httpapi"
 	"github.com/signoff/signoff/bot/notify"
@@ -254,7 +255,10 @@ func serveWith(ctx context.Context, a *app, cfg *config) int {
 		return a.fail(err)
 	}
 	defer netSvc.Close()
+	feed := &console.Feed{Get: g.Get, Follow: console.FollowAll(store.WatchCreated, store.Watch), Logger: log}
+	defer feed.Close()
 	api := &httpapi.Server{
+		Console:    serveConsole(cfg, key, store, feed),
 		Network:    netSvc,
 		Gateway:    g,
 		Ready:      keeper.Ready,

@@ -22,7 +22,7 @@ var tokenLineRE = regexp.MustCompile(`^sgn_[A-Z2-7]{16}_[A-Za-z0-9_-]{43}$`)
 // admin one, made from loopback while none exists), then SIGNOFF_TOKEN for
 // every later command. It carries every scope so each e2e test's commands
 // run as before, now authenticated.
-func useToken(t *testing.T) string {
+func useToken(t testing.TB) string {
 	t.Helper()
 	code, out, errs := cli("tokens", "create", "--name", "e2e", "--scopes", "request,check,read:requests,classify,net:request,publish,admin")
 	if code != 0 {

@@ -30,6 +30,25 @@ func (s *Store) Changed(ctx context.Context, id string) error {
 	return nil
 }
 
+// createdChannel carries the id of each request as it is created. No
+// waiter follows it (a new request has none): live lists do.
+func (s *Store) createdChannel() string { return s.key("created") }
+
+// Created publishes id on the creation channel, so a live list (the
+// console's feed) on every replica shows the new request at once.
+func (s *Store) Created(ctx context.Context, id string) error {
+	if err := s.rdb.Publish(ctx, s.createdChannel(), id).Err(); err != nil {
+		return unavailable("publish creation", err)
+	}
+	return nil
+}
+
+// WatchCreated calls fn(id) for each request created on any replica,
+// and fn("") as the subscription is (re)made, until ctx ends.
+func (s *Store) WatchCreated(ctx context.Context, fn func(id string)) error {
+	return s.watch(ctx, s.createdChannel(), fn)
+}
+
 // Snapshot returns the persona the request was created under.
 func (s *Store) Snapshot(ctx context.Context, id string) (bot.Persona, error) {
 	return s.snapshot(ctx, id)
