@@ -103,7 +103,7 @@ func ScopeOf(c Call, ttl time.Duration) *bot.GrantScope {
 	case c.Workspace == "":
 		return nil
 	case c.Tool == "bash":
-		return commandScope(s, c, Default)
+		return commandScope(s, c, Default())
 	}
 	return s
 }
@@ -169,7 +169,7 @@ func Covers(s bot.GrantScope, c Call) bool {
 	case s.Exact != "":
 		return s.Exact == exactLine(c.Line)
 	case s.Program != "":
-		return coversCommand(s, c, Default)
+		return coversCommand(s, c, Default())
 	case s.Tool == "bash":
 		return false // a command grant always names what it covers
 	}

@@ -6,6 +6,7 @@ import (
 	"path"
 	"slices"
 	"strings"
+	"sync"
 
 	"github.com/goccy/go-yaml"
 )
@@ -72,8 +73,9 @@ const (
 //go:embed stretch.yaml
 var stretchYAML []byte
 
-// Default is the knowledge shipped in stretch.yaml.
-var Default = mustKnowledge(stretchYAML)
+// Default is the knowledge shipped in stretch.yaml, read on first use
+// (not at every process start: the hook and signoff run start often).
+var Default = sync.OnceValue(func() *Knowledge { return mustKnowledge(stretchYAML) })
 
 func mustKnowledge(data []byte) *Knowledge {
 	k, err := ParseKnowledge(data)

@@ -134,7 +134,7 @@ func TestKnowledgeRejectsBadFiles(t *testing.T) {
 // stretch.yaml.
 func TestStretchExamples(t *testing.T) {
 	n := 0
-	for name, p := range grants.Default.Programs {
+	for name, p := range grants.Default().Programs {
 		for _, ex := range p.Examples {
 			if strings.Fields(ex.Grant)[0] != name {
 				continue // an alias (tofu: terraform's) shares the examples

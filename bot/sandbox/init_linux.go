@@ -181,9 +181,13 @@ func buildView(s *spec) error {
 			return fmt.Errorf("private %s: %w", d, err)
 		}
 	}
-	for path, data := range s.Plan.Files {
+	for path, from := range s.Plan.Files {
 		if !strings.HasPrefix(path, "/tmp/") {
 			return fmt.Errorf("file %s: only the private /tmp takes files", path)
+		}
+		data, err := os.ReadFile(from) // still the person's view: before pivot_root
+		if err != nil {
+			return err
 		}
 		if err := os.MkdirAll(filepath.Dir(at(path)), 0o755); err != nil {
 			return err

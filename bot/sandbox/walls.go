@@ -103,9 +103,9 @@ type Plan struct {
 	Loopback  bool     `json:"loopback"`  // any loopback TCP port may be connected to
 	Harness   string   `json:"harness"`   // the known harness started, if any
 	GuideArgs int      `json:"guideArgs"` // how many arguments the guide added
-	// Files are written into the sandbox's private /tmp before the agent
-	// starts (the proxy CA's bundle): path inside → contents.
-	Files map[string][]byte `json:"files,omitempty"`
+	// Files are copied into the sandbox's private /tmp before the agent
+	// starts (the proxy CA's bundle): path inside → file outside.
+	Files map[string]string `json:"files,omitempty"`
 }
 
 // Mask is a path hidden (or stood in for) by an empty read-only file or

@@ -131,12 +131,10 @@ func runCmd(ctx context.Context, a *app, args []string) int {
 		return a.failf("the egress proxy cannot start: its CA: %v; nothing started", err)
 	}
 	bundlePath := filepath.Join(cfg.DataDir, "proxy-ca-bundle.pem")
-	if err := ca.WriteBundle(bundlePath); err != nil {
-		return a.failf("the egress proxy cannot start: %v; nothing started", err)
-	}
-	bundle, err := os.ReadFile(bundlePath)
-	if err != nil {
-		return a.failf("the egress proxy cannot start: %v; nothing started", err)
+	if stale(bundlePath, ca.CertFile, systemRoots) {
+		if err := ca.WriteBundle(bundlePath); err != nil {
+			return a.failf("the egress proxy cannot start: %v; nothing started", err)
+		}
 	}
 	log, _ := cfg.logger(io.Discard)
 	px := &proxy.Proxy{Source: client, Persona: p.Name, Logger: log, MaxConns: 512, CA: ca}
@@ -205,7 +203,7 @@ func runCmd(ctx context.Context, a *app, args []string) int {
 	if err != nil {
 		return a.fail(err)
 	}
-	plan.Files = map[string][]byte{sandboxBundle: bundle}
+	plan.Files = map[string]string{sandboxBundle: bundlePath}
 	if !*quiet {
 		rev := px.Revision()
 		fmt.Fprintln(a.stderr, sandbox.StartLine(plan, home, sandbox.DoorsLine{
@@ -221,6 +219,25 @@ func runCmd(ctx context.Context, a *app, args []string) int {
 		return a.fail(err)
 	}
 	return code
+}
+
+// systemRoots is where Debian-like systems keep the roots WriteBundle
+// copies; a change there makes the bundle stale.
+const systemRoots = "/etc/ssl/certs/ca-certificates.crt"
+
+// stale reports whether file is missing or older than any of its sources
+// that exist.
+func stale(file string, sources ...string) bool {
+	fi, err := os.Stat(file)
+	if err != nil {
+		return true
+	}
+	for _, src := range sources {
+		if si, err := os.Stat(src); err == nil && si.ModTime().After(fi.ModTime()) {
+			return true
+		}
+	}
+	return false
 }
 
 // gatewayOpen reports whether the gateway takes a call with no token (on
