@@ -220,7 +220,7 @@ type personaFile struct {
 
 	// The walls of signoff run: quorum/sandbox.go reads them.
 	Sandbox *sandboxFile `yaml:"sandbox"`
-	Notify   *notifyFile   `yaml:"notify"`
+	Notify  *notifyFile  `yaml:"notify"`
 }
 
 var (
