@@ -47,7 +47,7 @@ func (r RelayWitness) Newest(ctx context.Context, signer string) (Witness, bool,
 		return Witness{}, false, err
 	}
 	defer done()
-	evs, err := rel.QuerySync(ctx, nostr.Filter{Kinds: []int{WitnessKind}, Authors: []string{signer}, Tags: nostr.TagMap{"d": {WitnessD}}})
+	evs, err := storedEvents(ctx, rel, nostr.Filter{Kinds: []int{WitnessKind}, Authors: []string{signer}, Tags: nostr.TagMap{"d": {WitnessD}}})
 	if err != nil {
 		return Witness{}, false, err
 	}
@@ -68,4 +68,38 @@ func (r RelayWitness) Newest(ctx context.Context, signer string) (Witness, bool,
 		return Witness{}, false, bad
 	}
 	return best, best.Seq > 0, nil
+}
+
+// storedEvents reads what the relay holds for f, up to its EOSE. Not
+// go-nostr's QuerySync: it unsubscribes in a goroutine of its own after
+// EOSE, and that CLOSE, written while the caller's done() cancels the
+// relay, races go-nostr's cleanup on the connection (a data race -race
+// reports). The subscription is left to the relay's cancellation, which
+// writes nothing once the relay is closed.
+func storedEvents(ctx context.Context, rel *nostr.Relay, f nostr.Filter) ([]*nostr.Event, error) {
+	if _, ok := ctx.Deadline(); !ok {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, 7*time.Second)
+		defer cancel()
+	}
+	// Never cancelled here: a cancelled subscription writes its CLOSE
+	// in a goroutine, racing the relay's close. It ends with the relay.
+	sub, err := rel.Subscribe(context.WithoutCancel(ctx), nostr.Filters{f})
+	if err != nil {
+		return nil, err
+	}
+	var evs []*nostr.Event
+	for {
+		select {
+		case ev, ok := <-sub.Events:
+			if !ok {
+				return evs, nil
+			}
+			evs = append(evs, ev)
+		case <-sub.EndOfStoredEvents:
+			return evs, nil
+		case <-ctx.Done():
+			return evs, ctx.Err()
+		}
+	}
 }
