@@ -12,7 +12,6 @@ import (
 	"net"
 	"net/http"
 	"net/http/httputil"
-	pathpkg "path"
 	"strings"
 	"sync"
 	"time"
@@ -111,20 +110,8 @@ func (h *inspected) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "signoff proxy: inside an inspected tunnel, send requests for "+dest+" only\n", http.StatusBadRequest)
 		return
 	}
-	path := r.URL.Path
-	if path == "" {
-		path = "/"
-	}
-	wire := r.URL.EscapedPath()
-	if wire == "" {
-		wire = "/"
-	}
-	if len(wire) > netpolicy.MaxPathLen {
-		http.Error(w, fmt.Sprintf("signoff proxy: path longer than %d bytes\n", netpolicy.MaxPathLen), http.StatusRequestURITooLong)
-		return
-	}
-	if c := pathpkg.Clean(path); c != path && c+"/" != path {
-		http.Error(w, "signoff proxy: a path with . or .. segments or doubled slashes is refused\n", http.StatusBadRequest)
+	wire, ok := checkedPath(w, r)
+	if !ok {
 		return
 	}
 	// The policy in force now, not at the CONNECT: a door closed since

@@ -362,22 +362,8 @@ func (p *Proxy) forward(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "signoff proxy: "+err.Error()+"\n", http.StatusBadRequest)
 		return
 	}
-	path := r.URL.Path
-	if path == "" {
-		path = "/"
-	}
-	wire := r.URL.EscapedPath() // what policy paths are written as
-	if wire == "" {
-		wire = "/"
-	}
-	if len(wire) > netpolicy.MaxPathLen {
-		http.Error(w, fmt.Sprintf("signoff proxy: path longer than %d bytes\n", netpolicy.MaxPathLen), http.StatusRequestURITooLong)
-		return
-	}
-	// Paths are checked as the server will read them: a . or .. segment
-	// (plain or %-encoded) could step out of an allowed /repos/*.
-	if c := pathpkg.Clean(path); c != path && c+"/" != path {
-		http.Error(w, "signoff proxy: a path with . or .. segments or doubled slashes is refused\n", http.StatusBadRequest)
+	wire, ok := checkedPath(w, r)
+	if !ok {
 		return
 	}
 	rev := p.policy(w)
@@ -497,4 +483,29 @@ func clip(s string) string {
 		return s[:80] + "…"
 	}
 	return s
+}
+
+// checkedPath is the request's path as policy paths are written (escaped;
+// "/" for none), or false after refusing it: too long, or with a . or ..
+// segment or doubled slashes — paths are checked as the server will read
+// them, and such a segment (plain or %-encoded) could step out of an
+// allowed /repos/*.
+func checkedPath(w http.ResponseWriter, r *http.Request) (string, bool) {
+	path := r.URL.Path
+	if path == "" {
+		path = "/"
+	}
+	wire := r.URL.EscapedPath()
+	if wire == "" {
+		wire = "/"
+	}
+	if len(wire) > netpolicy.MaxPathLen {
+		http.Error(w, fmt.Sprintf("signoff proxy: path longer than %d bytes\n", netpolicy.MaxPathLen), http.StatusRequestURITooLong)
+		return "", false
+	}
+	if c := pathpkg.Clean(path); c != path && c+"/" != path {
+		http.Error(w, "signoff proxy: a path with . or .. segments or doubled slashes is refused\n", http.StatusBadRequest)
+		return "", false
+	}
+	return wire, true
 }
